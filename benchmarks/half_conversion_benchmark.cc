@@ -1,0 +1,111 @@
+// float <-> float16 / bfloat16 on the host: genesis's integer conversions beside the
+// compiler's own `_Float16` conversions (GCC's libgcc routines, or F16C instructions where
+// the target has them) and beside a plain copy of the same bytes, all in one run.
+//   bazel run -c opt //benchmarks:half_conversion_benchmark
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "genesis/core/half.h"
+
+namespace {
+
+std::vector<float> RandomFloats(size_t n) {
+  std::mt19937 rng(42);
+  std::normal_distribution<float> dist(0.0f, 100.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void SetBytes(benchmark::State& state, size_t bytes_per_item) {
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.SetBytesProcessed(state.iterations() * state.range(0) * bytes_per_item);
+}
+
+void BM_FloatToHalf_Genesis(benchmark::State& state) {
+  const std::vector<float> in = RandomFloats(state.range(0));
+  std::vector<uint16_t> out(in.size());
+  for (auto _ : state) {
+    for (size_t i = 0; i < in.size(); ++i) out[i] = genesis::FloatToHalfBits(in[i]);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  SetBytes(state, sizeof(float));
+}
+
+void BM_FloatToHalf_CompilerFloat16(benchmark::State& state) {
+  const std::vector<float> in = RandomFloats(state.range(0));
+  std::vector<_Float16> out(in.size());
+  for (auto _ : state) {
+    for (size_t i = 0; i < in.size(); ++i) out[i] = static_cast<_Float16>(in[i]);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  SetBytes(state, sizeof(float));
+}
+
+void BM_HalfToFloat_Genesis(benchmark::State& state) {
+  const std::vector<float> floats = RandomFloats(state.range(0));
+  std::vector<uint16_t> in(floats.size());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = genesis::FloatToHalfBits(floats[i]);
+  std::vector<float> out(in.size());
+  for (auto _ : state) {
+    for (size_t i = 0; i < in.size(); ++i) out[i] = genesis::HalfBitsToFloat(in[i]);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  SetBytes(state, sizeof(uint16_t));
+}
+
+void BM_HalfToFloat_CompilerFloat16(benchmark::State& state) {
+  const std::vector<float> floats = RandomFloats(state.range(0));
+  std::vector<_Float16> in(floats.size());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<_Float16>(floats[i]);
+  std::vector<float> out(in.size());
+  for (auto _ : state) {
+    for (size_t i = 0; i < in.size(); ++i) out[i] = static_cast<float>(in[i]);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  SetBytes(state, sizeof(uint16_t));
+}
+
+void BM_FloatToBFloat16_Genesis(benchmark::State& state) {
+  const std::vector<float> in = RandomFloats(state.range(0));
+  std::vector<uint16_t> out(in.size());
+  for (auto _ : state) {
+    for (size_t i = 0; i < in.size(); ++i) out[i] = genesis::FloatToBFloat16Bits(in[i]);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  SetBytes(state, sizeof(float));
+}
+
+// The floor for any float -> 16-bit conversion: reading the floats and writing half as
+// many bytes (a memcpy of the output size plus the read of the input).
+void BM_FloatRead_HalfWrite_Memcpy(benchmark::State& state) {
+  const std::vector<float> in = RandomFloats(state.range(0));
+  std::vector<uint16_t> out(in.size());
+  for (auto _ : state) {
+    std::memcpy(out.data(), in.data(), out.size() * sizeof(uint16_t));
+    benchmark::DoNotOptimize(in.data()[in.size() - 1]);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  SetBytes(state, sizeof(float));
+}
+
+constexpr int64_t kElements = 1 << 20;
+BENCHMARK(BM_FloatToHalf_Genesis)->Arg(kElements);
+BENCHMARK(BM_FloatToHalf_CompilerFloat16)->Arg(kElements);
+BENCHMARK(BM_HalfToFloat_Genesis)->Arg(kElements);
+BENCHMARK(BM_HalfToFloat_CompilerFloat16)->Arg(kElements);
+BENCHMARK(BM_FloatToBFloat16_Genesis)->Arg(kElements);
+BENCHMARK(BM_FloatRead_HalfWrite_Memcpy)->Arg(kElements);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `genesis` command: exit codes, readable and JSON output, and
+# the messages for bad usage.
+set -uo pipefail
+genesis=$1
+failures=0
+
+check() {  # check DESCRIPTION EXPECTED_EXIT PATTERN -- COMMAND...
+  local what=$1 want_rc=$2 pattern=$3 out rc
+  shift 4
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $want_rc ]] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL: $what: exit $rc (want $want_rc), output lacks /$pattern/:"
+    echo "$out" | head -30
+    failures=$((failures + 1))
+  else
+    echo "ok: $what"
+  fi
+}
+
+# On a machine without a GPU, info succeeds and says why there is none; with GPUs it
+# lists them. Either way the versions line is there.
+check "info" 0 "^host: [0-9]+ CPUs" -- "$genesis" info
+check "info names GPUs or why there are none" 0 "^GPUs: " -- "$genesis" info
+check "info --json" 0 '"device_count": [0-9]+' -- "$genesis" info --json
+check "info --json has versions" 0 '"cuda_runtime_code"' -- "$genesis" info --json
+check "no command" 2 "Commands:" -- "$genesis"
+check "help" 0 "info +devices" -- "$genesis" help
+check "unknown command" 2 "unknown command 'nope'" -- "$genesis" nope
+check "unexpected argument" 2 "unexpected argument 'extra'" -- "$genesis" info extra
+check "unknown flag" 1 "Unknown command line flag 'nosuchflag'" -- "$genesis" info --nosuchflag
+
+((failures == 0)) && echo "all checks passed"
+exit $((failures > 0))

@@ -1,0 +1,33 @@
+#include "tools/genesis/info_command.h"
+
+#include <cstdio>
+
+#include "absl/flags/flag.h"
+#include "tools/genesis/cli_flags.h"
+#include "tools/genesis/device_report.h"
+
+ABSL_FLAG(bool, kernel_check, true,
+          "info: launch a small kernel on each GPU to prove this build's code runs there");
+
+namespace genesis::cli {
+
+int RunInfo(absl::Span<const std::string> args) {
+  if (!args.empty()) {
+    std::fprintf(stderr, "genesis info: unexpected argument '%s'\n", args[0].c_str());
+    return 2;
+  }
+  const DeviceReport report = CollectDeviceReport(absl::GetFlag(FLAGS_kernel_check));
+  if (absl::GetFlag(FLAGS_json)) {
+    std::printf("%s\n", DeviceReportToJson(report).dump(2).c_str());
+  } else {
+    std::printf("%s", FormatDeviceReport(report).c_str());
+  }
+  bool usable = report.peer_access_error.ok();
+  for (const GpuReport& gpu : report.gpus) {
+    usable = usable && gpu.properties_error.ok() && gpu.memory.ok() &&
+             (gpu.kernel_check.ok() || !absl::GetFlag(FLAGS_kernel_check));
+  }
+  return usable ? 0 : 1;
+}
+
+}  // namespace genesis::cli

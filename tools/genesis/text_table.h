@@ -1,0 +1,36 @@
+// Plain-text tables for the `genesis` command's readable output.
+//
+//   TextTable t({"device", "name"});
+//   t.AddRow({"cuda:0", "NVIDIA H200"});
+//   std::cout << t.Render();
+//
+// Columns are left-aligned and padded to their widest cell, separated by two spaces.
+#ifndef GENESIS_TOOLS_GENESIS_TEXT_TABLE_H_
+#define GENESIS_TOOLS_GENESIS_TEXT_TABLE_H_
+
+#include <string>
+#include <vector>
+
+namespace genesis::cli {
+
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header);
+
+  // Adds a row; missing cells are empty, extra cells are kept (they widen the table).
+  void AddRow(std::vector<std::string> row);
+
+  // The header, a rule of dashes and the rows, each line indented by `indent` spaces and
+  // ending in a newline; no trailing spaces.
+  std::string Render(int indent = 0) const;
+
+ private:
+  std::vector<std::vector<std::string>> rows_;  // rows_[0] is the header.
+};
+
+// "139.8 GiB", "512.0 MiB", "1.0 KiB", "17 B": binary units, one decimal.
+std::string FormatBytes(unsigned long long bytes);
+
+}  // namespace genesis::cli
+
+#endif  // GENESIS_TOOLS_GENESIS_TEXT_TABLE_H_

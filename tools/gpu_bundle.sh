@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the GPU tests, the benchmarks and the `genesis` command for a GPU machine (-c opt,
+# libstdc++/libgcc/abseil/cudart linked statically) and packs them, with the one shared
+# library such a machine lacks (Debian's libbenchmark), into gpu_bundle/ (git-ignored).
+# There, `gpu_bundle/run_gpu_tests.sh` runs every GPU test and ends with
+# "N passed, N failed". NCCL is not packed (it is large): the machine's own is used.
+#   tools/gpu_bundle.sh [extra bazel flags, e.g. --//bazel:cuda_archs=sm_90,sm_100,compute_100]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=gpu_bundle
+flags=(--config=bundle --config=cuda "$@")
+
+tests=$(bazel query 'attr(tags, "\bgpu\b|\bmulti_gpu\b", tests(//...))' 2>/dev/null)
+benchmarks=$(bazel query 'kind(cc_binary, //benchmarks/...)' 2>/dev/null || true)
+targets=(//tools/genesis:genesis $tests $benchmarks)
+bazel build "${flags[@]}" "${targets[@]}"
+bin=$(bazel info "${flags[@]}" bazel-bin 2>/dev/null)
+
+rm -rf "$out"
+mkdir -p "$out/tests" "$out/benchmarks"
+copy() {  # copy LABEL DEST_DIR: the binary of LABEL, named after its package and name
+  local label=$1 dir=$2 pkg name
+  pkg=${label#//}; pkg=${pkg%%:*}; name=${label##*:}
+  install -m 755 "$bin/$pkg/$name" "$dir/$(echo "$pkg" | tr / _)_$name"
+}
+install -m 755 "$bin/tools/genesis/genesis" "$out/genesis"
+for t in $tests; do copy "$t" "$out/tests"; done
+for b in $benchmarks; do copy "$b" "$out/benchmarks"; done
+cp -L "$(bazel info output_base)/external/com_github_google_benchmark/lib/libbenchmark.so" \
+  "$out/libbenchmark.so.1debian"
+install -m 755 tools/run_gpu_tests.sh "$out/run_gpu_tests.sh"
+
+# Tests that need two GPUs carry the multi_gpu tag: list them for the runner.
+bazel query 'attr(tags, "\bmulti_gpu\b", tests(//...))' 2>/dev/null |
+  sed 's|^//||; s|:|_|; s|/|_|g' >"$out/tests/multi_gpu.txt" || true
+size=$(du -sm "$out" | cut -f1)
+echo "gpu_bundle: $(ls "$out/tests" | grep -vc '\.txt$') tests, $(ls "$out/benchmarks" | wc -l) benchmarks, ${size} MiB"
+if ((size >= 64)); then
+  echo "gpu_bundle: over the 64 MiB that may travel to a GPU machine" >&2
+  exit 1
+fi

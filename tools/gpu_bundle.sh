@@ -30,11 +30,8 @@ cp -L "$(bazel info output_base)/external/com_github_google_benchmark/lib/libben
   "$out/libbenchmark.so.1debian"
 install -m 755 tools/run_gpu_tests.sh "$out/run_gpu_tests.sh"
 
-# Tests that need two GPUs carry the multi_gpu tag: list them for the runner.
-bazel query 'attr(tags, "\bmulti_gpu\b", tests(//...))' 2>/dev/null |
-  sed 's|^//||; s|:|_|; s|/|_|g' >"$out/tests/multi_gpu.txt" || true
 size=$(du -sm "$out" | cut -f1)
-echo "gpu_bundle: $(ls "$out/tests" | grep -vc '\.txt$') tests, $(ls "$out/benchmarks" | wc -l) benchmarks, ${size} MiB"
+echo "gpu_bundle: $(ls "$out/tests" | wc -l) tests, $(ls "$out/benchmarks" | wc -l) benchmarks, ${size} MiB"
 if ((size >= 64)); then
   echo "gpu_bundle: over the 64 MiB that may travel to a GPU machine" >&2
   exit 1

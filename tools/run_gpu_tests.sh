@@ -17,10 +17,12 @@ for t in "$here"/tests/*; do
   out=$("$t" "$@" 2>&1)
   rc=$?
   secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-  skipped=$(grep -c '\[  SKIPPED \]' <<<"$out" || true)
+  skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z]' <<<"$out" || true)
   if ((rc == 0)); then
     passed=$((passed + 1))
-    echo "PASS $name (${secs} s${skipped:+, $skipped skipped})"
+    note=""
+    ((skipped > 0)) && note=", $skipped skipped"
+    echo "PASS $name (${secs} s$note)"
     grep -A1 ': Skipped$' <<<"$out" | grep -vE ': Skipped$|^--$' | sort -u | sed 's/^/     skip: /' | head -3
   else
     failed=$((failed + 1))

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "genesis/core/byte_size.h"
 #include "genesis/cuda/kernel_check.h"
 #include "tools/genesis/text_table.h"
 
@@ -65,7 +66,7 @@ std::string FormatDeviceReport(const DeviceReport& report) {
       "genesis: ", report.built_with_cuda ? "built with CUDA" : "CPU-only build (no CUDA)",
       "; ", cuda::FormatVersions(report.versions), "\n");
   absl::StrAppend(&out, "host: ", report.host_cpus, " CPUs, ",
-                  FormatBytes(report.host_memory_bytes), " memory\n");
+                  FormatByteSize(report.host_memory_bytes), " memory\n");
   if (report.gpus.empty()) {
     absl::StrAppend(&out, "GPUs: none (", report.no_device_reason, ")\n");
     return out;
@@ -80,9 +81,9 @@ std::string FormatDeviceReport(const DeviceReport& report) {
       continue;
     }
     const std::string memory =
-        gpu.memory.ok() ? absl::StrCat(FormatBytes(gpu.memory->free_bytes), " / ",
-                                       FormatBytes(gpu.memory->total_bytes))
-                        : absl::StrCat("? / ", FormatBytes(p.total_memory));
+        gpu.memory.ok() ? absl::StrCat(FormatByteSize(gpu.memory->free_bytes), " / ",
+                                       FormatByteSize(gpu.memory->total_bytes))
+                        : absl::StrCat("? / ", FormatByteSize(p.total_memory));
     gpus.AddRow({absl::StrCat("cuda:", gpu.index), p.name, ComputeCapability(p), memory,
                  absl::StrCat(p.multiprocessors), absl::StrCat(p.async_copy_engines),
                  p.pci_bus_id, StatusText(gpu.kernel_check)});

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 
 namespace genesis::cli {
 
@@ -36,18 +35,6 @@ std::string TextTable::Render(int indent) const {
   absl::StrAppend(&out, pad, std::string(total, '-'), "\n");
   for (size_t r = 1; r < rows_.size(); ++r) out += render_row(rows_[r]);
   return out;
-}
-
-std::string FormatBytes(unsigned long long bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
-  double value = static_cast<double>(bytes) / 1024;
-  int unit = 0;
-  while (value >= 1024 && unit + 1 < 5) {
-    value /= 1024;
-    ++unit;
-  }
-  return absl::StrFormat("%.1f %s", value, kUnits[unit]);
 }
 
 }  // namespace genesis::cli

@@ -28,9 +28,6 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;  // rows_[0] is the header.
 };
 
-// "139.8 GiB", "512.0 MiB", "1.0 KiB", "17 B": binary units, one decimal.
-std::string FormatBytes(unsigned long long bytes);
-
 }  // namespace genesis::cli
 
 #endif  // GENESIS_TOOLS_GENESIS_TEXT_TABLE_H_

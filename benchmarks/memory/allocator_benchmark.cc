@@ -1,0 +1,54 @@
+// Cached allocate+free pairs: genesis's host pool beside malloc/free, in one run.
+//   bazel run -c opt //benchmarks/memory:allocator_benchmark
+// Each iteration allocates one block of the given size and frees it; after the first
+// iteration every allocation is a cache hit. Threads share one pool.
+#include <cstdlib>
+#include <memory>
+
+#include "benchmark/benchmark.h"
+#include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/host_backend.h"
+
+namespace genesis::memory {
+namespace {
+
+CachingAllocator& HostPool() {
+  static CachingAllocator* pool =
+      CachingAllocator::Create(std::make_unique<HostBackend>(), AllocatorOptions{})
+          .value()
+          .release();
+  return *pool;
+}
+
+void BM_HostPool(benchmark::State& state) {
+  CachingAllocator& pool = HostPool();
+  const size_t bytes = state.range(0);
+  for (auto _ : state) {
+    void* p = pool.Allocate(bytes).value();
+    benchmark::DoNotOptimize(p);
+    if (!pool.Free(p).ok()) state.SkipWithError("free failed");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Malloc(benchmark::State& state) {
+  const size_t bytes = state.range(0);
+  for (auto _ : state) {
+    void* p = std::malloc(bytes);
+    benchmark::DoNotOptimize(p);
+    std::free(p);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+#define GENESIS_PAIR_ARGS                                                      \
+  Arg(512)->Arg(64 << 10)->Arg(1 << 20)->Arg(32 << 20)->Threads(1)->Threads(4) \
+      ->Threads(16)->UseRealTime()
+
+BENCHMARK(BM_HostPool)->GENESIS_PAIR_ARGS;
+BENCHMARK(BM_Malloc)->GENESIS_PAIR_ARGS;
+
+}  // namespace
+}  // namespace genesis::memory
+
+BENCHMARK_MAIN();

@@ -1,0 +1,60 @@
+// Settings of a CachingAllocator: sizes, limits and caching policy.
+//
+// Set them in code, or for every pool of a process through the GENESIS_ALLOC_CONF
+// environment variable (alloc_config.h parses it; the README lists the keys). Defaults
+// suit GPU training; every limit defaults to "none".
+#ifndef GENESIS_MEMORY_ALLOCATOR_OPTIONS_H_
+#define GENESIS_MEMORY_ALLOCATOR_OPTIONS_H_
+
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace genesis::memory {
+
+inline constexpr size_t kMiB = size_t{1} << 20;
+inline constexpr size_t kNoLimit = std::numeric_limits<size_t>::max();
+
+struct AllocatorOptions {
+  // Every block size is a multiple of this (a power of two, >= 512).
+  size_t block_rounding = 512;
+  // Requests below this are served from the small pool, packed into segments of
+  // small_segment_size; larger ones from the large pool.
+  size_t small_size_limit = 1 * kMiB;
+  size_t small_segment_size = 2 * kMiB;
+  // Large requests below large_segment_threshold share segments of this size (so a few
+  // mid-size blocks do not each cost a backend call); larger ones get a segment of their
+  // own, rounded up to large_segment_rounding.
+  size_t large_segment_size = 20 * kMiB;
+  size_t large_segment_threshold = 10 * kMiB;
+  size_t large_segment_rounding = 2 * kMiB;
+  // 0: plain rounding. N (a power of two): sizes are rounded up to one of N steps
+  // between consecutive powers of two, like PyTorch's roundup_power2_divisions, so
+  // that slightly varying sizes reuse the same blocks.
+  int roundup_power2_divisions = 0;
+  // Free blocks larger than this are never split (kNoLimit: any block may be split);
+  // limits fragmentation by big blocks serving small requests.
+  size_t max_split_size = kNoLimit;
+  // The pool never reserves more than this fraction of the backend's total memory.
+  double memory_fraction = 1.0;
+  // The pool keeps at most this many bytes cached (reserved but unallocated); above it,
+  // freed segments go back to the backend, least recently used first.
+  size_t cache_limit = kNoLimit;
+  // 0 disables. In (0, 1]: once reserved memory exceeds this fraction of the allowed
+  // maximum (memory_fraction of the total), the pool releases least recently used
+  // cached segments before asking the backend for more.
+  double garbage_collection_threshold = 0.0;
+  // Sizes allocated and freed once at creation so that their segments are reserved.
+  std::vector<size_t> warm_up_sizes;
+  // Keep segments of sizes that recur; release sizes that have not recurred first.
+  bool adaptive_caching = true;
+  // Per-thread caches of freed small-pool blocks, so that a cached allocation and its
+  // free take no pool-wide lock: at most this many blocks of one size and stream per
+  // thread (and at most small_segment_size bytes per thread). 0 disables them; every
+  // call then goes through the pool's lock and frees merge at once.
+  int thread_cache_blocks = 8;
+};
+
+}  // namespace genesis::memory
+
+#endif  // GENESIS_MEMORY_ALLOCATOR_OPTIONS_H_

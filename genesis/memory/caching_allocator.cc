@@ -1,0 +1,1426 @@
+#include "genesis/memory/caching_allocator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "genesis/core/status.h"
+
+namespace genesis::memory {
+namespace {
+
+// Index of a stats pool: both pools together, or one of them. Blocks and segments store
+// kSmall or kLarge so the index needs no translation on the hot path.
+constexpr int kAllPools = 0;
+constexpr int kSmall = 1;
+constexpr int kLarge = 2;
+constexpr int kNumStatPools = 3;
+
+enum Gauge {
+  kAllocatedBytes,
+  kCachedBytes,
+  kReservedBytes,
+  kActiveBytes,
+  kInactiveSplitBytes,
+  kRequestedBytes,
+  kNumGauges,
+};
+
+enum Counter {
+  kNumAllocations,
+  kNumFrees,
+  kNumCacheHits,
+  kNumCacheMisses,
+  kNumOoms,
+  kNumAllocRetries,
+  kNumSegmentAllocs,
+  kNumSegmentFrees,
+  kNumCounters,
+};
+
+// kFree means "in a free set" and changes only under the pool lock; the other states are
+// also written by the lock-free fast path, hence the atomic.
+enum class State : uint8_t { kAllocated, kFree, kPending, kThreadCached };
+
+struct Segment;
+
+struct Block {
+  char* ptr = nullptr;
+  size_t size = 0;
+  StreamId stream = kNoStream;
+  int pool = kSmall;
+  Segment* segment = nullptr;
+  // Neighbours in the segment, by address; changed only under the pool lock, and only
+  // for blocks in or entering a free set.
+  Block* prev = nullptr;
+  Block* next = nullptr;
+  std::atomic<State> state{State::kFree};
+  std::atomic<size_t> requested{0};
+  // Streams (other than `stream`) that use the block. Guarded by the allocation-map
+  // shard while the block is live; owned by the freeing thread after that.
+  std::vector<StreamId> recorded_streams;
+  // Events recorded at free time that have not completed (state kPending). Pool lock.
+  int pending_events = 0;
+};
+
+struct Segment {
+  char* ptr = nullptr;
+  size_t size = 0;
+  StreamId stream = kNoStream;
+  int pool = kSmall;
+  Block* head = nullptr;
+  uint64_t last_used = 0;
+};
+
+struct FreeKey {
+  StreamId stream;
+  size_t size;
+  const char* ptr;
+};
+
+// Best fit: within one stream, the smallest block that is large enough, lowest address
+// first among equals (keeps allocations packed towards segment starts).
+struct BlockLess {
+  using is_transparent = void;
+  static FreeKey Key(const Block* b) { return {b->stream, b->size, b->ptr}; }
+  static FreeKey Key(const FreeKey& k) { return k; }
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    const FreeKey ka = Key(a);
+    const FreeKey kb = Key(b);
+    return std::tie(ka.stream, ka.size, ka.ptr) < std::tie(kb.stream, kb.size, kb.ptr);
+  }
+};
+
+struct BinKey {
+  size_t size;
+  StreamId stream;
+  bool operator==(const BinKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const BinKey& k) {
+    return H::combine(std::move(h), k.size, k.stream);
+  }
+};
+
+// Freed small blocks one thread keeps for itself. Its mutex is only contended when
+// another thread flushes the caches (EmptyCache, Compact, OOM).
+struct ThreadCache {
+  std::mutex mu;
+  absl::flat_hash_map<BinKey, std::vector<Block*>> bins;
+  size_t bytes = 0;
+};
+
+struct alignas(64) CounterShard {
+  std::atomic<int64_t> counters[kNumCounters] = {};
+  std::atomic<int64_t> gauge_up[kNumGauges][kNumStatPools] = {};
+  std::atomic<int64_t> gauge_down[kNumGauges][kNumStatPools] = {};
+};
+constexpr int kNumCounterShards = 16;
+
+int ThisThreadShard() {
+  static std::atomic<int> next{0};
+  thread_local const int shard = next.fetch_add(1, std::memory_order_relaxed) %
+                                 kNumCounterShards;
+  return shard;
+}
+
+uint64_t ThisThreadId() {
+  thread_local const uint64_t id = std::hash<std::thread::id>()(std::this_thread::get_id());
+  return id;
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+AllocatorEvent MakeEvent(AllocatorEventType type, size_t size, size_t requested,
+                         const void* address, StreamId stream, bool cache_hit = false) {
+  AllocatorEvent e;
+  e.type = type;
+  e.size = size;
+  e.requested = requested;
+  e.address = address;
+  e.stream = stream;
+  e.cache_hit = cache_hit;
+  e.thread_id = ThisThreadId();
+  e.timestamp_ns = NowNs();
+  return e;
+}
+
+std::string Bytes(int64_t n) {
+  return absl::StrCat(n, " bytes (", HumanReadableBytes(n), ")");
+}
+
+std::string ToStd(absl::string_view s) { return std::string(s.data(), s.size()); }
+absl::string_view ToAbsl(std::string_view s) { return {s.data(), s.size()}; }
+
+bool IsPowerOfTwo(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+bool RoundUp(size_t n, size_t multiple, size_t* out) {
+  size_t sum = 0;
+  if (__builtin_add_overflow(n, multiple - 1, &sum)) return false;
+  *out = sum / multiple * multiple;
+  return true;
+}
+
+struct Registry;
+
+}  // namespace
+
+// The pool. CachingAllocator forwards to it so the header stays free of internals.
+class CachingAllocator::Impl {
+ public:
+  Impl(std::unique_ptr<Backend> backend, AllocatorOptions options,
+       std::unique_ptr<StreamEvents> events, size_t total_bytes);
+  ~Impl();
+
+  absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream);
+  absl::Status Free(void* ptr);
+  absl::Status RecordStream(void* ptr, StreamId stream);
+  size_t AllocationSize(const void* ptr) const;
+  absl::Status EmptyCache(bool wait);
+  absl::Status WarmUp(absl::Span<const size_t> sizes, StreamId stream);
+  MemoryStats Stats() const;
+  void ResetPeakStats();
+  void ResetAccumulatedStats();
+  std::vector<SegmentSnapshot> Snapshot() const;
+  std::string Summary() const;
+  void AddObserver(std::shared_ptr<AllocatorObserver> observer);
+  void RemoveObserver(const AllocatorObserver* observer);
+
+  const Backend& backend() const { return *backend_; }
+  const AllocatorOptions& options() const { return opt_; }
+
+  // Takes back the blocks of a thread's cache when the thread exits. The caller holds
+  // registry_->mu and has checked that this pool is alive.
+  void AdoptExitingThreadCache(const std::shared_ptr<ThreadCache>& cache);
+
+ private:
+  struct OomReason {
+    bool limit_hit = false;
+    std::string backend_message;
+  };
+  using Sink = std::vector<AllocatorEvent>;
+
+  struct alignas(64) MapShard {
+    mutable std::mutex mu;
+    absl::flat_hash_map<const void*, Block*> blocks;
+  };
+  static constexpr int kNumMapShards = 64;
+  MapShard& ShardFor(const void* p) const {
+    const uint64_t h = (reinterpret_cast<uintptr_t>(p) >> 9) * 0x9E3779B97F4A7C15ull;
+    return map_[h >> 58];
+  }
+
+  absl::StatusOr<size_t> RoundSize(size_t bytes) const;
+  absl::StatusOr<size_t> SegmentSize(size_t size, int pool) const;
+
+  // Stats.
+  void AddGauge(Gauge g, int pool, int64_t delta);
+  void Count(Counter c, int64_t n = 1) {
+    shards_[ThisThreadShard()].counters[c].fetch_add(n, std::memory_order_relaxed);
+  }
+  int64_t GaugeNow(Gauge g, int pool) const {
+    return cur_[g][pool].load(std::memory_order_relaxed);
+  }
+
+  // Thread caches (no pool lock).
+  ThreadCache* MyCache();
+  Block* CachePop(size_t size, StreamId stream);
+  bool CachePush(Block* b, size_t requested);
+  // Moves every thread's cached blocks back to the free sets. Takes registry, caches
+  // and the pool lock, in that order (the pool-wide lock order).
+  void FlushThreadCaches();
+  void ReturnCachedBlocksLocked(const std::vector<Block*>& blocks);
+
+  void Register(Block* b);
+  absl::Status BadPointer(const void* ptr, const char* what) const;
+  void Dispatch(const Sink& events);
+  bool observed() const { return num_observers_.load(std::memory_order_relaxed) > 0; }
+
+  // Everything below needs mu_.
+  absl::StatusOr<Block*> AllocateLocked(size_t size, size_t requested,
+                                        size_t segment_size, int pool, StreamId stream,
+                                        Sink* sink, OomReason* why, bool* hit);
+  absl::StatusOr<Block*> AllocateAfterOomLocked(size_t size, size_t requested,
+                                                size_t segment_size, int pool,
+                                                StreamId stream, Sink* sink,
+                                                OomReason* why, bool* hit);
+  Block* FindFreeLocked(int pool, StreamId stream, size_t size);
+  void TakeBlockLocked(Block* b, size_t size, size_t requested);
+  absl::StatusOr<Block*> NewSegmentLocked(size_t segment_size, int pool,
+                                          StreamId stream, Sink* sink, OomReason* why);
+  void ReleaseSegmentLocked(Segment* s, Sink* sink);
+  // Releases fully free segments (non-recurring sizes first with adaptive caching,
+  // least recently used first) until `done()` or none is left.
+  void ReleaseFreeSegmentsLocked(const std::function<bool()>& done, Sink* sink);
+  void EnforceCacheLimitLocked(Sink* sink);
+  void CollectGarbageLocked(size_t segment_size, Sink* sink);
+  absl::Status FreeLocked(Block* b, size_t requested);
+  void InsertFreeLocked(Block* b);
+  void EraseFreeLocked(Block* b);
+  void FreeAndMergeLocked(Block* b);
+  absl::Status ProcessEventsLocked(bool wait);
+  int64_t LargestFreeBlockLocked() const;
+  std::string OomMessageLocked(size_t bytes, size_t size, size_t segment_size,
+                               const OomReason& why) const;
+
+  const std::unique_ptr<Backend> backend_;
+  const AllocatorOptions opt_;
+  const std::unique_ptr<StreamEvents> events_;
+  const size_t total_bytes_;
+  const size_t allowed_max_;  // kNoLimit unless memory_fraction < 1.
+  const uint64_t id_;
+  const bool thread_caches_;
+  std::shared_ptr<Registry> registry_;
+
+  std::atomic<int64_t> cur_[kNumGauges][kNumStatPools] = {};
+  std::atomic<int64_t> peak_[kNumGauges][kNumStatPools] = {};
+  CounterShard shards_[kNumCounterShards];
+  std::atomic<int64_t> num_segments_{0};
+
+  mutable MapShard map_[kNumMapShards];
+
+  mutable std::mutex mu_;
+  std::set<Block*, BlockLess> free_[3];  // Indexed by kSmall / kLarge.
+  std::map<uintptr_t, Segment*> segments_;
+  absl::flat_hash_set<Segment*> fully_free_;
+  std::vector<std::pair<EventId, Block*>> pending_;
+  absl::flat_hash_map<size_t, int64_t> segment_size_count_;
+  uint64_t tick_ = 0;
+
+  std::atomic<int> num_observers_{0};
+  mutable std::mutex observers_mu_;
+  std::vector<std::shared_ptr<AllocatorObserver>> observers_;
+};
+
+namespace {
+
+// The thread caches of one pool. Outlives the pool (threads keep it through their
+// thread-local entries), so an exiting thread can tell whether the pool still exists.
+struct Registry {
+  std::mutex mu;
+  CachingAllocator::Impl* owner = nullptr;
+  std::vector<std::shared_ptr<ThreadCache>> caches;
+};
+
+struct TlsEntry {
+  uint64_t pool_id;
+  std::shared_ptr<Registry> registry;
+  std::shared_ptr<ThreadCache> cache;
+};
+
+// One per thread: the thread's cache in every pool it used.
+struct TlsCaches {
+  std::vector<TlsEntry> entries;
+  uint64_t last_id = 0;
+  ThreadCache* last = nullptr;
+
+  ~TlsCaches() {
+    for (TlsEntry& e : entries) {
+      std::lock_guard<std::mutex> lock(e.registry->mu);
+      if (e.registry->owner != nullptr) e.registry->owner->AdoptExitingThreadCache(e.cache);
+    }
+  }
+};
+
+TlsCaches& Tls() {
+  thread_local TlsCaches caches;
+  return caches;
+}
+
+std::atomic<uint64_t> next_pool_id{1};
+
+}  // namespace
+
+CachingAllocator::Impl::Impl(std::unique_ptr<Backend> backend, AllocatorOptions options,
+                             std::unique_ptr<StreamEvents> events, size_t total_bytes)
+    : backend_(std::move(backend)),
+      opt_(std::move(options)),
+      events_(std::move(events)),
+      total_bytes_(total_bytes),
+      allowed_max_(opt_.memory_fraction < 1.0
+                       ? static_cast<size_t>(opt_.memory_fraction *
+                                             static_cast<double>(total_bytes))
+                       : kNoLimit),
+      id_(next_pool_id.fetch_add(1)),
+      thread_caches_(opt_.thread_cache_blocks > 0),
+      registry_(std::make_shared<Registry>()) {
+  registry_->owner = this;
+}
+
+CachingAllocator::Impl::~Impl() {
+  {
+    // From here on exiting threads leave their caches alone; the blocks in them are
+    // freed with their segments below.
+    std::lock_guard<std::mutex> lock(registry_->mu);
+    registry_->owner = nullptr;
+    registry_->caches.clear();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [event, block] : pending_) {
+    (void)events_->Synchronize(event);
+    events_->Release(event);
+  }
+  pending_.clear();
+  for (auto& [addr, s] : segments_) {
+    backend_->FreeSegment(s->ptr, s->size);
+    for (Block* b = s->head; b != nullptr;) {
+      Block* next = b->next;
+      delete b;
+      b = next;
+    }
+    delete s;
+  }
+}
+
+// ----- Sizes -----
+
+absl::StatusOr<size_t> CachingAllocator::Impl::RoundSize(size_t bytes) const {
+  size_t n = bytes == 0 ? 1 : bytes;
+  const int div = opt_.roundup_power2_divisions;
+  if (div > 1 && n > opt_.block_rounding) {
+    const size_t floor = std::bit_floor(n);
+    const size_t step = floor / static_cast<size_t>(div);
+    if (floor != n && step > 0 && !RoundUp(n, step, &n)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Allocate: size ", bytes, " overflows when rounded to a power-of-two division"));
+    }
+  }
+  size_t rounded = 0;
+  if (!RoundUp(n, opt_.block_rounding, &rounded)) {
+    return absl::InvalidArgumentError(absl::StrCat("Allocate: size ", bytes,
+                                                   " overflows when rounded up to ",
+                                                   opt_.block_rounding, " bytes"));
+  }
+  return rounded;
+}
+
+absl::StatusOr<size_t> CachingAllocator::Impl::SegmentSize(size_t size, int pool) const {
+  if (pool == kSmall) return opt_.small_segment_size;
+  if (size < opt_.large_segment_threshold) return opt_.large_segment_size;
+  size_t rounded = 0;
+  if (!RoundUp(size, opt_.large_segment_rounding, &rounded)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Allocate: size ", size, " overflows when rounded up to a segment of ",
+        opt_.large_segment_rounding, " bytes"));
+  }
+  return rounded;
+}
+
+// ----- Stats -----
+
+void CachingAllocator::Impl::AddGauge(Gauge g, int pool, int64_t delta) {
+  if (delta == 0) return;
+  CounterShard& shard = shards_[ThisThreadShard()];
+  for (int p : {kAllPools, pool}) {
+    const int64_t now = cur_[g][p].fetch_add(delta, std::memory_order_relaxed) + delta;
+    if (delta > 0) {
+      shard.gauge_up[g][p].fetch_add(delta, std::memory_order_relaxed);
+      int64_t peak = peak_[g][p].load(std::memory_order_relaxed);
+      while (now > peak &&
+             !peak_[g][p].compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+      }
+    } else {
+      shard.gauge_down[g][p].fetch_add(-delta, std::memory_order_relaxed);
+    }
+  }
+}
+
+MemoryStats CachingAllocator::Impl::Stats() const {
+  MemoryStats out;
+  PoolMemoryStats* pools[kNumStatPools] = {&out.all, &out.small_pool, &out.large_pool};
+  for (int p = 0; p < kNumStatPools; ++p) {
+    MemoryStat* stats[kNumGauges] = {
+        &pools[p]->allocated_bytes, &pools[p]->cached_bytes,
+        &pools[p]->reserved_bytes,  &pools[p]->active_bytes,
+        &pools[p]->inactive_split_bytes, &pools[p]->requested_bytes};
+    for (int g = 0; g < kNumGauges; ++g) {
+      stats[g]->current = cur_[g][p].load(std::memory_order_relaxed);
+      stats[g]->peak = peak_[g][p].load(std::memory_order_relaxed);
+      for (const CounterShard& s : shards_) {
+        stats[g]->allocated += s.gauge_up[g][p].load(std::memory_order_relaxed);
+        stats[g]->freed += s.gauge_down[g][p].load(std::memory_order_relaxed);
+      }
+    }
+  }
+  int64_t counters[kNumCounters] = {};
+  for (const CounterShard& s : shards_) {
+    for (int c = 0; c < kNumCounters; ++c) {
+      counters[c] += s.counters[c].load(std::memory_order_relaxed);
+    }
+  }
+  out.num_allocations = counters[kNumAllocations];
+  out.num_frees = counters[kNumFrees];
+  out.num_cache_hits = counters[kNumCacheHits];
+  out.num_cache_misses = counters[kNumCacheMisses];
+  out.num_ooms = counters[kNumOoms];
+  out.num_alloc_retries = counters[kNumAllocRetries];
+  out.num_segment_allocs = counters[kNumSegmentAllocs];
+  out.num_segment_frees = counters[kNumSegmentFrees];
+  out.num_segments = num_segments_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  out.largest_free_block = LargestFreeBlockLocked();
+  return out;
+}
+
+void CachingAllocator::Impl::ResetPeakStats() {
+  for (int g = 0; g < kNumGauges; ++g) {
+    for (int p = 0; p < kNumStatPools; ++p) {
+      peak_[g][p].store(cur_[g][p].load(std::memory_order_relaxed),
+                        std::memory_order_relaxed);
+    }
+  }
+}
+
+void CachingAllocator::Impl::ResetAccumulatedStats() {
+  for (CounterShard& s : shards_) {
+    for (auto& c : s.counters) c.store(0, std::memory_order_relaxed);
+    for (int g = 0; g < kNumGauges; ++g) {
+      for (int p = 0; p < kNumStatPools; ++p) {
+        s.gauge_up[g][p].store(0, std::memory_order_relaxed);
+        s.gauge_down[g][p].store(0, std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
+int64_t CachingAllocator::Impl::LargestFreeBlockLocked() const {
+  // The last block of each stream's run in a free set is that stream's largest.
+  int64_t largest = 0;
+  for (int pool : {kSmall, kLarge}) {
+    const auto& set = free_[pool];
+    for (auto it = set.begin(); it != set.end();) {
+      auto end = set.upper_bound(FreeKey{(*it)->stream, kNoLimit, nullptr});
+      largest = std::max<int64_t>(largest, static_cast<int64_t>((*std::prev(end))->size));
+      it = end;
+    }
+  }
+  return largest;
+}
+
+// ----- Thread caches -----
+
+ThreadCache* CachingAllocator::Impl::MyCache() {
+  TlsCaches& tls = Tls();
+  if (tls.last_id == id_) return tls.last;
+  for (TlsEntry& e : tls.entries) {
+    if (e.pool_id == id_) {
+      tls.last_id = id_;
+      tls.last = e.cache.get();
+      return tls.last;
+    }
+  }
+  // First use of this pool on this thread; drop entries of pools that are gone.
+  std::erase_if(tls.entries, [](const TlsEntry& e) {
+    std::lock_guard<std::mutex> lock(e.registry->mu);
+    return e.registry->owner == nullptr;
+  });
+  auto cache = std::make_shared<ThreadCache>();
+  {
+    std::lock_guard<std::mutex> lock(registry_->mu);
+    registry_->caches.push_back(cache);
+  }
+  tls.entries.push_back(TlsEntry{id_, registry_, cache});
+  tls.last_id = id_;
+  tls.last = cache.get();
+  return tls.last;
+}
+
+Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream) {
+  ThreadCache* cache = MyCache();
+  std::lock_guard<std::mutex> lock(cache->mu);
+  auto it = cache->bins.find(BinKey{size, stream});
+  if (it == cache->bins.end() || it->second.empty()) return nullptr;
+  Block* b = it->second.back();
+  it->second.pop_back();
+  cache->bytes -= b->size;
+  AddGauge(kInactiveSplitBytes, b->pool, -static_cast<int64_t>(b->size));
+  return b;
+}
+
+bool CachingAllocator::Impl::CachePush(Block* b, size_t requested) {
+  ThreadCache* cache = MyCache();
+  std::lock_guard<std::mutex> lock(cache->mu);
+  if (cache->bytes + b->size > opt_.small_segment_size) return false;
+  std::vector<Block*>& bin = cache->bins[BinKey{b->size, b->stream}];
+  if (bin.size() >= static_cast<size_t>(opt_.thread_cache_blocks)) return false;
+  bin.push_back(b);
+  cache->bytes += b->size;
+  b->state.store(State::kThreadCached, std::memory_order_relaxed);
+  b->requested.store(0, std::memory_order_relaxed);
+  // Under the cache lock, so that a flush (which undoes kInactiveSplitBytes) cannot
+  // overtake these updates and drive a gauge below zero.
+  const int64_t size = static_cast<int64_t>(b->size);
+  AddGauge(kAllocatedBytes, b->pool, -size);
+  AddGauge(kCachedBytes, b->pool, size);
+  AddGauge(kActiveBytes, b->pool, -size);
+  AddGauge(kRequestedBytes, b->pool, -static_cast<int64_t>(requested));
+  // A small block is always smaller than its segment, so its segment is split.
+  AddGauge(kInactiveSplitBytes, b->pool, size);
+  return true;
+}
+
+void CachingAllocator::Impl::FlushThreadCaches() {
+  std::lock_guard<std::mutex> registry_lock(registry_->mu);
+  std::vector<Block*> blocks;
+  for (const auto& cache : registry_->caches) {
+    std::lock_guard<std::mutex> lock(cache->mu);
+    for (auto& [key, bin] : cache->bins) {
+      blocks.insert(blocks.end(), bin.begin(), bin.end());
+      bin.clear();
+    }
+    cache->bytes = 0;
+  }
+  if (blocks.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  ReturnCachedBlocksLocked(blocks);
+}
+
+void CachingAllocator::Impl::AdoptExitingThreadCache(
+    const std::shared_ptr<ThreadCache>& cache) {
+  std::erase(registry_->caches, cache);
+  std::vector<Block*> blocks;
+  {
+    std::lock_guard<std::mutex> lock(cache->mu);
+    for (auto& [key, bin] : cache->bins) blocks.insert(blocks.end(), bin.begin(), bin.end());
+    cache->bins.clear();
+    cache->bytes = 0;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ReturnCachedBlocksLocked(blocks);
+}
+
+void CachingAllocator::Impl::ReturnCachedBlocksLocked(const std::vector<Block*>& blocks) {
+  for (Block* b : blocks) {
+    AddGauge(kInactiveSplitBytes, b->pool, -static_cast<int64_t>(b->size));
+    FreeAndMergeLocked(b);
+  }
+}
+
+// ----- Free sets -----
+
+void CachingAllocator::Impl::InsertFreeLocked(Block* b) {
+  b->state.store(State::kFree, std::memory_order_relaxed);
+  free_[b->pool].insert(b);
+  if (b->prev != nullptr || b->next != nullptr) {
+    AddGauge(kInactiveSplitBytes, b->pool, static_cast<int64_t>(b->size));
+  } else {
+    fully_free_.insert(b->segment);
+  }
+}
+
+void CachingAllocator::Impl::EraseFreeLocked(Block* b) {
+  free_[b->pool].erase(b);
+  if (b->prev != nullptr || b->next != nullptr) {
+    AddGauge(kInactiveSplitBytes, b->pool, -static_cast<int64_t>(b->size));
+  } else {
+    fully_free_.erase(b->segment);
+  }
+}
+
+void CachingAllocator::Impl::FreeAndMergeLocked(Block* b) {
+  if (Block* prev = b->prev;
+      prev != nullptr && prev->state.load(std::memory_order_relaxed) == State::kFree) {
+    EraseFreeLocked(prev);
+    prev->size += b->size;
+    prev->next = b->next;
+    if (b->next != nullptr) b->next->prev = prev;
+    delete b;
+    b = prev;
+  }
+  if (Block* next = b->next;
+      next != nullptr && next->state.load(std::memory_order_relaxed) == State::kFree) {
+    EraseFreeLocked(next);
+    b->size += next->size;
+    b->next = next->next;
+    if (next->next != nullptr) next->next->prev = b;
+    delete next;
+  }
+  InsertFreeLocked(b);
+  b->segment->last_used = ++tick_;
+}
+
+Block* CachingAllocator::Impl::FindFreeLocked(int pool, StreamId stream, size_t size) {
+  auto& set = free_[pool];
+  auto it = set.lower_bound(FreeKey{stream, size, nullptr});
+  if (it == set.end() || (*it)->stream != stream) return nullptr;
+  Block* b = *it;
+  if (pool == kLarge && opt_.max_split_size != kNoLimit) {
+    // Like PyTorch: small requests do not eat oversize (unsplittable) blocks, and large
+    // requests take an oversize block only if little of it is wasted.
+    if (size < opt_.max_split_size && b->size > opt_.max_split_size) return nullptr;
+    if (size >= opt_.max_split_size && b->size - size >= opt_.large_segment_size) {
+      return nullptr;
+    }
+  }
+  return b;
+}
+
+void CachingAllocator::Impl::TakeBlockLocked(Block* b, size_t size, size_t requested) {
+  EraseFreeLocked(b);
+  const size_t remaining = b->size - size;
+  const bool split = b->pool == kSmall
+                         ? remaining >= opt_.block_rounding
+                         : remaining > opt_.small_size_limit &&
+                               b->size <= opt_.max_split_size;
+  if (split) {
+    Block* rest = new Block;
+    rest->ptr = b->ptr + size;
+    rest->size = remaining;
+    rest->stream = b->stream;
+    rest->pool = b->pool;
+    rest->segment = b->segment;
+    rest->prev = b;
+    rest->next = b->next;
+    if (b->next != nullptr) b->next->prev = rest;
+    b->next = rest;
+    b->size = size;
+    InsertFreeLocked(rest);
+  }
+  b->state.store(State::kAllocated, std::memory_order_relaxed);
+  b->requested.store(requested, std::memory_order_relaxed);
+  b->segment->last_used = ++tick_;
+  const int64_t s = static_cast<int64_t>(b->size);
+  AddGauge(kAllocatedBytes, b->pool, s);
+  AddGauge(kCachedBytes, b->pool, -s);
+  AddGauge(kActiveBytes, b->pool, s);
+  AddGauge(kRequestedBytes, b->pool, static_cast<int64_t>(requested));
+  Count(kNumAllocations);
+}
+
+// ----- Segments -----
+
+absl::StatusOr<Block*> CachingAllocator::Impl::NewSegmentLocked(size_t segment_size,
+                                                                int pool,
+                                                                StreamId stream,
+                                                                Sink* sink,
+                                                                OomReason* why) {
+  const size_t reserved = static_cast<size_t>(GaugeNow(kReservedBytes, kAllPools));
+  if (allowed_max_ != kNoLimit &&
+      (segment_size > allowed_max_ || reserved > allowed_max_ - segment_size)) {
+    why->limit_hit = true;
+    return absl::ResourceExhaustedError("memory_fraction limit");
+  }
+  absl::StatusOr<void*> ptr = backend_->AllocateSegment(segment_size);
+  if (!ptr.ok()) {
+    if (absl::IsResourceExhausted(ptr.status())) {
+      why->limit_hit = false;
+      why->backend_message = ToStd(ptr.status().message());
+      return ptr.status();
+    }
+    return Annotate(ptr.status(), absl::StrCat("allocating a segment of ", segment_size,
+                                               " bytes from ",
+                                               ToStd(ToAbsl(backend_->name()))));
+  }
+  auto* s = new Segment;
+  s->ptr = static_cast<char*>(*ptr);
+  s->size = segment_size;
+  s->stream = stream;
+  s->pool = pool;
+  auto* b = new Block;
+  b->ptr = s->ptr;
+  b->size = segment_size;
+  b->stream = stream;
+  b->pool = pool;
+  b->segment = s;
+  s->head = b;
+  segments_[reinterpret_cast<uintptr_t>(s->ptr)] = s;
+  AddGauge(kReservedBytes, pool, static_cast<int64_t>(segment_size));
+  AddGauge(kCachedBytes, pool, static_cast<int64_t>(segment_size));
+  num_segments_.fetch_add(1, std::memory_order_relaxed);
+  Count(kNumSegmentAllocs);
+  ++segment_size_count_[segment_size];
+  InsertFreeLocked(b);
+  if (sink != nullptr) {
+    sink->push_back(
+        MakeEvent(AllocatorEventType::kSegmentAlloc, segment_size, 0, s->ptr, stream));
+  }
+  return b;
+}
+
+void CachingAllocator::Impl::ReleaseSegmentLocked(Segment* s, Sink* sink) {
+  Block* b = s->head;
+  EraseFreeLocked(b);
+  segments_.erase(reinterpret_cast<uintptr_t>(s->ptr));
+  backend_->FreeSegment(s->ptr, s->size);
+  AddGauge(kReservedBytes, s->pool, -static_cast<int64_t>(s->size));
+  AddGauge(kCachedBytes, s->pool, -static_cast<int64_t>(s->size));
+  num_segments_.fetch_sub(1, std::memory_order_relaxed);
+  Count(kNumSegmentFrees);
+  if (sink != nullptr) {
+    sink->push_back(
+        MakeEvent(AllocatorEventType::kSegmentFree, s->size, 0, s->ptr, s->stream));
+  }
+  delete b;
+  delete s;
+}
+
+void CachingAllocator::Impl::ReleaseFreeSegmentsLocked(const std::function<bool()>& done,
+                                                       Sink* sink) {
+  if (fully_free_.empty() || done()) return;
+  std::vector<Segment*> order(fully_free_.begin(), fully_free_.end());
+  auto recurring = [this](const Segment* s) {
+    if (!opt_.adaptive_caching) return 0;
+    auto it = segment_size_count_.find(s->size);
+    return it != segment_size_count_.end() && it->second >= 2 ? 1 : 0;
+  };
+  std::sort(order.begin(), order.end(), [&](const Segment* a, const Segment* b) {
+    return std::make_tuple(recurring(a), a->last_used) <
+           std::make_tuple(recurring(b), b->last_used);
+  });
+  for (Segment* s : order) {
+    if (done()) break;
+    ReleaseSegmentLocked(s, sink);
+  }
+}
+
+void CachingAllocator::Impl::EnforceCacheLimitLocked(Sink* sink) {
+  if (opt_.cache_limit == kNoLimit) return;
+  ReleaseFreeSegmentsLocked(
+      [this] {
+        return GaugeNow(kCachedBytes, kAllPools) <= static_cast<int64_t>(opt_.cache_limit);
+      },
+      sink);
+}
+
+void CachingAllocator::Impl::CollectGarbageLocked(size_t segment_size, Sink* sink) {
+  if (opt_.garbage_collection_threshold <= 0.0 || total_bytes_ == 0) return;
+  const double allowed = opt_.memory_fraction * static_cast<double>(total_bytes_);
+  const double threshold = opt_.garbage_collection_threshold * allowed;
+  ReleaseFreeSegmentsLocked(
+      [&] {
+        return static_cast<double>(GaugeNow(kReservedBytes, kAllPools)) +
+                   static_cast<double>(segment_size) <=
+               threshold;
+      },
+      sink);
+}
+
+// ----- Stream events -----
+
+absl::Status CachingAllocator::Impl::ProcessEventsLocked(bool wait) {
+  if (pending_.empty()) return absl::OkStatus();
+  absl::Status status;
+  std::vector<std::pair<EventId, Block*>> still;
+  for (auto& [event, block] : pending_) {
+    bool done = false;
+    if (status.ok()) {
+      if (wait) {
+        status = events_->Synchronize(event);
+        done = status.ok();
+      } else {
+        absl::StatusOr<bool> q = events_->Query(event);
+        if (q.ok()) {
+          done = *q;
+        } else {
+          status = q.status();
+        }
+      }
+    }
+    if (!done) {
+      still.push_back({event, block});
+      continue;
+    }
+    events_->Release(event);
+    if (--block->pending_events == 0) {
+      AddGauge(kActiveBytes, block->pool, -static_cast<int64_t>(block->size));
+      FreeAndMergeLocked(block);
+    }
+  }
+  pending_ = std::move(still);
+  return status;
+}
+
+// ----- Allocate -----
+
+absl::StatusOr<Block*> CachingAllocator::Impl::AllocateLocked(
+    size_t size, size_t requested, size_t segment_size, int pool, StreamId stream,
+    Sink* sink, OomReason* why, bool* hit) {
+  GENESIS_RETURN_IF_ERROR(ProcessEventsLocked(/*wait=*/false));
+  if (Block* b = FindFreeLocked(pool, stream, size)) {
+    TakeBlockLocked(b, size, requested);
+    *hit = true;
+    return b;
+  }
+  CollectGarbageLocked(segment_size, sink);
+  GENESIS_ASSIGN_OR_RETURN(Block * b,
+                           NewSegmentLocked(segment_size, pool, stream, sink, why));
+  TakeBlockLocked(b, size, requested);
+  *hit = false;
+  return b;
+}
+
+absl::StatusOr<Block*> CachingAllocator::Impl::AllocateAfterOomLocked(
+    size_t size, size_t requested, size_t segment_size, int pool, StreamId stream,
+    Sink* sink, OomReason* why, bool* hit) {
+  // A block that only waits for an event is better than an OOM: wait for it.
+  GENESIS_RETURN_IF_ERROR(ProcessEventsLocked(/*wait=*/true));
+  if (Block* b = FindFreeLocked(pool, stream, size)) {
+    TakeBlockLocked(b, size, requested);
+    *hit = true;
+    return b;
+  }
+  ReleaseFreeSegmentsLocked([] { return false; }, sink);
+  Count(kNumAllocRetries);
+  absl::StatusOr<Block*> b = NewSegmentLocked(segment_size, pool, stream, sink, why);
+  if (b.ok()) {
+    TakeBlockLocked(*b, size, requested);
+    *hit = false;
+    return b;
+  }
+  if (!absl::IsResourceExhausted(b.status())) return b.status();
+  Count(kNumOoms);
+  if (sink != nullptr) {
+    sink->push_back(
+        MakeEvent(AllocatorEventType::kOom, size, requested, nullptr, stream));
+  }
+  return absl::ResourceExhaustedError(OomMessageLocked(requested, size, segment_size, *why));
+}
+
+void CachingAllocator::Impl::Register(Block* b) {
+  MapShard& shard = ShardFor(b->ptr);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  shard.blocks[b->ptr] = b;
+}
+
+absl::StatusOr<void*> CachingAllocator::Impl::Allocate(size_t bytes, StreamId stream) {
+  GENESIS_ASSIGN_OR_RETURN(const size_t size, RoundSize(bytes));
+  const int pool = size < opt_.small_size_limit ? kSmall : kLarge;
+  GENESIS_ASSIGN_OR_RETURN(const size_t segment_size, SegmentSize(size, pool));
+  const bool watch = observed();
+
+  if (thread_caches_ && pool == kSmall) {
+    if (Block* b = CachePop(size, stream)) {
+      b->requested.store(bytes, std::memory_order_relaxed);
+      b->state.store(State::kAllocated, std::memory_order_relaxed);
+      const int64_t s = static_cast<int64_t>(b->size);
+      AddGauge(kAllocatedBytes, pool, s);
+      AddGauge(kCachedBytes, pool, -s);
+      AddGauge(kActiveBytes, pool, s);
+      AddGauge(kRequestedBytes, pool, static_cast<int64_t>(bytes));
+      Count(kNumAllocations);
+      Count(kNumCacheHits);
+      Register(b);
+      if (watch) {
+        Dispatch({MakeEvent(AllocatorEventType::kAllocate, b->size, bytes, b->ptr,
+                            stream, /*cache_hit=*/true)});
+      }
+      return b->ptr;
+    }
+  }
+
+  Sink events;
+  Sink* sink = watch ? &events : nullptr;
+  OomReason why;
+  bool hit = false;
+  absl::StatusOr<Block*> block;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    block = AllocateLocked(size, bytes, segment_size, pool, stream, sink, &why, &hit);
+  }
+  if (absl::IsResourceExhausted(block.status())) {
+    FlushThreadCaches();
+    std::lock_guard<std::mutex> lock(mu_);
+    block =
+        AllocateAfterOomLocked(size, bytes, segment_size, pool, stream, sink, &why, &hit);
+  }
+  if (block.ok()) {
+    Count(hit ? kNumCacheHits : kNumCacheMisses);
+    Register(*block);
+    if (sink != nullptr) {
+      sink->push_back(MakeEvent(AllocatorEventType::kAllocate, (*block)->size, bytes,
+                                (*block)->ptr, stream, hit));
+    }
+  }
+  if (sink != nullptr) Dispatch(events);
+  if (!block.ok()) return block.status();
+  return static_cast<void*>((*block)->ptr);
+}
+
+// ----- Free -----
+
+absl::Status CachingAllocator::Impl::BadPointer(const void* ptr, const char* what) const {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = segments_.upper_bound(p);
+  if (it != segments_.begin()) {
+    const Segment* s = std::prev(it)->second;
+    const auto start = reinterpret_cast<uintptr_t>(s->ptr);
+    if (p < start + s->size) {
+      for (const Block* b = s->head; b != nullptr; b = b->next) {
+        const auto bstart = reinterpret_cast<uintptr_t>(b->ptr);
+        if (p < bstart || p >= bstart + b->size) continue;
+        const State state = b->state.load(std::memory_order_relaxed);
+        if (p == bstart && state != State::kAllocated) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s(%p): double free: the block of %d bytes at %p is already free", what,
+              ptr, b->size, ptr));
+        }
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s(%p): not the start of a live allocation: it lies %d bytes into a%s "
+            "block of %d bytes at %p (an interior pointer, or a block already freed "
+            "and merged with its neighbour)",
+            what, ptr, p - bstart, state == State::kAllocated ? "n allocated" : " free",
+            b->size, static_cast<const void*>(b->ptr)));
+      }
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s(%p): pointer was not allocated by this pool (%s)", what, ptr,
+                      ToAbsl(backend_->name())));
+}
+
+absl::Status CachingAllocator::Impl::FreeLocked(Block* b, size_t requested) {
+  std::vector<EventId> recorded;
+  for (StreamId s : b->recorded_streams) {
+    absl::StatusOr<EventId> e = events_->Record(s);
+    if (!e.ok()) {
+      for (EventId id : recorded) events_->Release(id);
+      return Annotate(e.status(), absl::StrFormat(
+                                      "Free(%p): recording an event on stream %#x",
+                                      static_cast<const void*>(b->ptr), s));
+    }
+    recorded.push_back(*e);
+  }
+  b->recorded_streams.clear();
+  const int64_t size = static_cast<int64_t>(b->size);
+  AddGauge(kAllocatedBytes, b->pool, -size);
+  AddGauge(kCachedBytes, b->pool, size);
+  AddGauge(kRequestedBytes, b->pool, -static_cast<int64_t>(requested));
+  b->requested.store(0, std::memory_order_relaxed);
+  Count(kNumFrees);
+  if (recorded.empty()) {
+    AddGauge(kActiveBytes, b->pool, -size);
+    FreeAndMergeLocked(b);
+  } else {
+    b->state.store(State::kPending, std::memory_order_relaxed);
+    b->pending_events = static_cast<int>(recorded.size());
+    for (EventId id : recorded) pending_.push_back({id, b});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CachingAllocator::Impl::Free(void* ptr) {
+  if (ptr == nullptr) return absl::OkStatus();
+  Block* b = nullptr;
+  bool cross_stream = false;
+  {
+    MapShard& shard = ShardFor(ptr);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.blocks.find(ptr);
+    if (it != shard.blocks.end()) {
+      b = it->second;
+      shard.blocks.erase(it);
+      cross_stream = !b->recorded_streams.empty();
+    }
+  }
+  if (b == nullptr) return BadPointer(ptr, "Free");
+  const size_t requested = b->requested.load(std::memory_order_relaxed);
+  const bool watch = observed();
+  Sink events;
+  Sink* sink = watch ? &events : nullptr;
+  if (sink != nullptr) {
+    sink->push_back(
+        MakeEvent(AllocatorEventType::kFree, b->size, requested, b->ptr, b->stream));
+  }
+  if (!cross_stream && thread_caches_ && b->pool == kSmall && CachePush(b, requested)) {
+    Count(kNumFrees);
+    if (opt_.cache_limit != kNoLimit &&
+        GaugeNow(kCachedBytes, kAllPools) > static_cast<int64_t>(opt_.cache_limit)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      EnforceCacheLimitLocked(sink);
+    }
+  } else {
+    absl::Status status;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      status = FreeLocked(b, requested);
+      if (status.ok()) EnforceCacheLimitLocked(sink);
+    }
+    if (!status.ok()) {
+      Register(b);  // Still allocated: the caller may retry the free.
+      return status;
+    }
+  }
+  if (sink != nullptr) Dispatch(events);
+  return absl::OkStatus();
+}
+
+absl::Status CachingAllocator::Impl::RecordStream(void* ptr, StreamId stream) {
+  {
+    MapShard& shard = ShardFor(ptr);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.blocks.find(ptr);
+    if (it != shard.blocks.end()) {
+      Block* b = it->second;
+      if (stream == b->stream) return absl::OkStatus();
+      if (events_ == nullptr) {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "RecordStream(%p, %#x): this pool (%s) has no StreamEvents", ptr, stream,
+            ToAbsl(backend_->name())));
+      }
+      if (std::find(b->recorded_streams.begin(), b->recorded_streams.end(), stream) ==
+          b->recorded_streams.end()) {
+        b->recorded_streams.push_back(stream);
+      }
+      return absl::OkStatus();
+    }
+  }
+  return BadPointer(ptr, "RecordStream");
+}
+
+size_t CachingAllocator::Impl::AllocationSize(const void* ptr) const {
+  MapShard& shard = ShardFor(ptr);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.blocks.find(ptr);
+  return it == shard.blocks.end() ? 0 : it->second->size;
+}
+
+// ----- Cache management -----
+
+absl::Status CachingAllocator::Impl::EmptyCache(bool wait) {
+  FlushThreadCaches();
+  Sink events;
+  Sink* sink = observed() ? &events : nullptr;
+  absl::Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    status = ProcessEventsLocked(wait);
+    ReleaseFreeSegmentsLocked([] { return false; }, sink);
+  }
+  if (sink != nullptr) Dispatch(events);
+  return status;
+}
+
+absl::Status CachingAllocator::Impl::WarmUp(absl::Span<const size_t> sizes,
+                                            StreamId stream) {
+  std::vector<void*> ptrs;
+  absl::Status status;
+  for (size_t size : sizes) {
+    absl::StatusOr<void*> p = Allocate(size, stream);
+    if (!p.ok()) {
+      status = Annotate(p.status(), absl::StrCat("WarmUp(", size, " bytes)"));
+      break;
+    }
+    ptrs.push_back(*p);
+  }
+  for (void* p : ptrs) status.Update(Free(p));
+  return status;
+}
+
+// ----- Reports -----
+
+std::vector<CachingAllocator::SegmentSnapshot> CachingAllocator::Impl::Snapshot() const {
+  std::vector<SegmentSnapshot> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  out.reserve(segments_.size());
+  for (const auto& [addr, s] : segments_) {
+    SegmentSnapshot seg;
+    seg.address = s->ptr;
+    seg.size = s->size;
+    seg.stream = s->stream;
+    seg.pool = s->pool == kSmall ? PoolKind::kSmall : PoolKind::kLarge;
+    for (const Block* b = s->head; b != nullptr; b = b->next) {
+      BlockSnapshot block;
+      block.address = b->ptr;
+      block.size = b->size;
+      block.stream = b->stream;
+      const State state = b->state.load(std::memory_order_relaxed);
+      block.state = state == State::kAllocated ? BlockState::kAllocated
+                    : state == State::kPending ? BlockState::kPendingFree
+                                               : BlockState::kFree;
+      block.in_thread_cache = state == State::kThreadCached;
+      block.requested =
+          state == State::kAllocated ? b->requested.load(std::memory_order_relaxed) : 0;
+      seg.blocks.push_back(block);
+    }
+    out.push_back(std::move(seg));
+  }
+  return out;
+}
+
+std::string CachingAllocator::Impl::Summary() const {
+  const MemoryStats st = Stats();
+  std::string out;
+  const std::string rule(86, '=');
+  const std::string thin(86, '-');
+  absl::StrAppend(&out, rule, "\n");
+  absl::StrAppendFormat(&out, " CachingAllocator summary: %s (%s)\n",
+                        backend_->device().ToString(), ToAbsl(backend_->name()));
+  absl::StrAppend(&out, thin, "\n");
+  absl::StrAppendFormat(&out, " %-30s | %11s | %11s | %11s | %11s\n", "Metric",
+                        "Cur usage", "Peak usage", "Tot alloc", "Tot freed");
+  absl::StrAppend(&out, thin, "\n");
+  auto row = [&out](const char* name, const MemoryStat& s) {
+    absl::StrAppendFormat(&out, " %-30s | %11s | %11s | %11s | %11s\n", name,
+                          HumanReadableBytes(s.current), HumanReadableBytes(s.peak),
+                          HumanReadableBytes(s.allocated), HumanReadableBytes(s.freed));
+  };
+  auto group = [&](const char* name, MemoryStat PoolMemoryStats::*field) {
+    row(name, st.all.*field);
+    row("  from large pool", st.large_pool.*field);
+    row("  from small pool", st.small_pool.*field);
+  };
+  group("Allocated memory", &PoolMemoryStats::allocated_bytes);
+  group("Active memory", &PoolMemoryStats::active_bytes);
+  group("Reserved memory", &PoolMemoryStats::reserved_bytes);
+  group("Cached memory", &PoolMemoryStats::cached_bytes);
+  group("Non-releasable (inactive split)", &PoolMemoryStats::inactive_split_bytes);
+  group("Requested memory", &PoolMemoryStats::requested_bytes);
+  absl::StrAppend(&out, thin, "\n");
+  absl::StrAppendFormat(&out, " %-30s | %d\n", "Allocations", st.num_allocations);
+  absl::StrAppendFormat(&out, " %-30s | %d\n", "Frees", st.num_frees);
+  absl::StrAppendFormat(&out, " %-30s | %d hits, %d misses (%.1f%% hit rate)\n",
+                        "Cache", st.num_cache_hits, st.num_cache_misses,
+                        100.0 * st.cache_hit_rate());
+  absl::StrAppendFormat(&out, " %-30s | %d now, %d allocated, %d freed\n", "Segments",
+                        st.num_segments, st.num_segment_allocs, st.num_segment_frees);
+  absl::StrAppendFormat(&out, " %-30s | %d OOMs, %d retries\n", "Out of memory",
+                        st.num_ooms, st.num_alloc_retries);
+  absl::StrAppendFormat(&out, " %-30s | %s, fragmentation %.2f\n", "Largest free block",
+                        HumanReadableBytes(st.largest_free_block),
+                        st.fragmentation_ratio());
+  absl::StrAppend(&out, rule, "\n");
+  return out;
+}
+
+std::string CachingAllocator::Impl::OomMessageLocked(size_t bytes, size_t size,
+                                                     size_t segment_size,
+                                                     const OomReason& why) const {
+  const char* label = backend_->kind() == MemoryKind::kDevice       ? "CUDA OOM"
+                      : backend_->kind() == MemoryKind::kPinnedHost ? "pinned host OOM"
+                                                                    : "host OOM";
+  const int64_t allocated = GaugeNow(kAllocatedBytes, kAllPools);
+  const int64_t reserved = GaugeNow(kReservedBytes, kAllPools);
+  const int64_t cached = GaugeNow(kCachedBytes, kAllPools);
+  const int64_t largest = LargestFreeBlockLocked();
+  const double fragmentation =
+      cached > 0 ? std::max(0.0, 1.0 - static_cast<double>(largest) / cached) : 0.0;
+  std::string msg = absl::StrFormat(
+      "%s: %s (%s) could not allocate %s (rounded to %d bytes, needing a segment of "
+      "%s). ",
+      label, backend_->device().ToString(), ToAbsl(backend_->name()), Bytes(bytes),
+      size, Bytes(segment_size));
+  absl::StatusOr<BackendMemoryInfo> info = backend_->MemoryInfo();
+  absl::StrAppend(&msg, "This pool has ", Bytes(allocated), " allocated and ",
+                  Bytes(reserved), " reserved; ");
+  if (info.ok()) {
+    absl::StrAppend(&msg, "the device has ", Bytes(info->free_bytes), " free of ",
+                    Bytes(info->total_bytes), " total. ");
+  } else {
+    absl::StrAppend(&msg, "the device's free and total memory are unknown (",
+                    ToStd(info.status().message()), "). ");
+  }
+  absl::StrAppendFormat(&msg, "Largest free block: %s; fragmentation ratio %.2f. ",
+                        Bytes(largest), fragmentation);
+  if (why.limit_hit) {
+    absl::StrAppendFormat(&msg,
+                          "The limit hit was memory_fraction = %g, which caps this "
+                          "pool at %s. ",
+                          opt_.memory_fraction, Bytes(allowed_max_));
+  } else {
+    absl::StrAppend(&msg, "The backend reported: ", why.backend_message, ". ");
+  }
+  std::vector<std::string> advice;
+  if (why.limit_hit) {
+    advice.push_back("raise memory_fraction if the device has room for more");
+  }
+  if (total_bytes_ > 0 && size > total_bytes_) {
+    advice.push_back("this single request is larger than the device's total memory");
+  }
+  if (fragmentation >= 0.5 && cached >= static_cast<int64_t>(size) &&
+      largest < static_cast<int64_t>(size) &&
+      opt_.max_split_size == kNoLimit) {
+    advice.push_back(absl::StrCat(
+        "cached memory (", HumanReadableBytes(cached),
+        ") is fragmented into blocks too small for this request; setting "
+        "max_split_size keeps large blocks from being split and can avoid this"));
+  }
+  advice.push_back("free tensors that are no longer needed or reduce the batch size");
+  absl::StrAppend(&msg, "Advice: ", absl::StrJoin(advice, "; "), ".");
+  return msg;
+}
+
+// ----- Observers -----
+
+void CachingAllocator::Impl::Dispatch(const Sink& events) {
+  if (events.empty()) return;
+  std::vector<std::shared_ptr<AllocatorObserver>> observers;
+  {
+    std::lock_guard<std::mutex> lock(observers_mu_);
+    observers = observers_;
+  }
+  for (const AllocatorEvent& e : events) {
+    for (const auto& o : observers) o->OnEvent(e);
+  }
+}
+
+void CachingAllocator::Impl::AddObserver(std::shared_ptr<AllocatorObserver> observer) {
+  if (observer == nullptr) return;
+  std::lock_guard<std::mutex> lock(observers_mu_);
+  observers_.push_back(std::move(observer));
+  num_observers_.store(static_cast<int>(observers_.size()), std::memory_order_relaxed);
+}
+
+void CachingAllocator::Impl::RemoveObserver(const AllocatorObserver* observer) {
+  std::lock_guard<std::mutex> lock(observers_mu_);
+  std::erase_if(observers_, [observer](const auto& o) { return o.get() == observer; });
+  num_observers_.store(static_cast<int>(observers_.size()), std::memory_order_relaxed);
+}
+
+// ----- CachingAllocator -----
+
+absl::Status CachingAllocator::ValidateOptions(const AllocatorOptions& o) {
+  auto bad = [](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("AllocatorOptions: ", what));
+  };
+  if (!IsPowerOfTwo(o.block_rounding) || o.block_rounding < 512) {
+    return bad(absl::StrCat("block_rounding = ", o.block_rounding,
+                            " must be a power of two >= 512"));
+  }
+  if (o.small_size_limit == 0 || o.small_size_limit % o.block_rounding != 0) {
+    return bad(absl::StrCat("small_size_limit = ", o.small_size_limit,
+                            " must be a positive multiple of block_rounding (",
+                            o.block_rounding, ")"));
+  }
+  if (o.small_segment_size < o.small_size_limit ||
+      o.small_segment_size % o.block_rounding != 0) {
+    return bad(absl::StrCat("small_segment_size = ", o.small_segment_size,
+                            " must be a multiple of block_rounding (", o.block_rounding,
+                            ") and >= small_size_limit (", o.small_size_limit, ")"));
+  }
+  if (o.large_segment_threshold < o.small_size_limit) {
+    return bad(absl::StrCat("large_segment_threshold = ", o.large_segment_threshold,
+                            " must be >= small_size_limit (", o.small_size_limit, ")"));
+  }
+  if (o.large_segment_size < o.large_segment_threshold ||
+      o.large_segment_size % o.block_rounding != 0) {
+    return bad(absl::StrCat("large_segment_size = ", o.large_segment_size,
+                            " must be a multiple of block_rounding (", o.block_rounding,
+                            ") and >= large_segment_threshold (",
+                            o.large_segment_threshold, ")"));
+  }
+  if (!IsPowerOfTwo(o.large_segment_rounding) ||
+      o.large_segment_rounding < o.block_rounding) {
+    return bad(absl::StrCat("large_segment_rounding = ", o.large_segment_rounding,
+                            " must be a power of two >= block_rounding (",
+                            o.block_rounding, ")"));
+  }
+  if (o.roundup_power2_divisions != 0 &&
+      (o.roundup_power2_divisions < 0 || o.roundup_power2_divisions > 64 ||
+       !IsPowerOfTwo(static_cast<size_t>(o.roundup_power2_divisions)))) {
+    return bad(absl::StrCat("roundup_power2_divisions = ", o.roundup_power2_divisions,
+                            " must be 0 or a power of two <= 64"));
+  }
+  if (o.max_split_size != kNoLimit && o.max_split_size < o.small_size_limit) {
+    return bad(absl::StrCat("max_split_size = ", o.max_split_size,
+                            " must be unlimited or >= small_size_limit (",
+                            o.small_size_limit, ")"));
+  }
+  if (!(o.memory_fraction > 0.0 && o.memory_fraction <= 1.0)) {
+    return bad(absl::StrCat("memory_fraction = ", o.memory_fraction,
+                            " must be in (0, 1]"));
+  }
+  if (!(o.garbage_collection_threshold >= 0.0 && o.garbage_collection_threshold <= 1.0)) {
+    return bad(absl::StrCat("garbage_collection_threshold = ",
+                            o.garbage_collection_threshold,
+                            " must be 0 (off) or in (0, 1]"));
+  }
+  if (o.thread_cache_blocks < 0) {
+    return bad(absl::StrCat("thread_cache_blocks = ", o.thread_cache_blocks,
+                            " must be >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CachingAllocator>> CachingAllocator::Create(
+    std::unique_ptr<Backend> backend, AllocatorOptions options,
+    std::unique_ptr<StreamEvents> events) {
+  if (backend == nullptr) {
+    return absl::InvalidArgumentError("CachingAllocator::Create: backend is null");
+  }
+  GENESIS_RETURN_IF_ERROR(ValidateOptions(options));
+  if (!IsPowerOfTwo(backend->alignment()) || backend->alignment() < 512) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CachingAllocator::Create: backend ", ToStd(ToAbsl(backend->name())),
+        " has alignment ", backend->alignment(), "; the pool needs a power of two >= 512"));
+  }
+  size_t total = 0;
+  absl::StatusOr<BackendMemoryInfo> info = backend->MemoryInfo();
+  if (info.ok()) {
+    total = info->total_bytes;
+  } else if (options.memory_fraction < 1.0 || options.garbage_collection_threshold > 0) {
+    return Annotate(info.status(),
+                    "CachingAllocator::Create: memory_fraction and "
+                    "garbage_collection_threshold need the backend's total memory");
+  }
+  std::vector<size_t> warm_up = options.warm_up_sizes;
+  auto impl = std::make_unique<Impl>(std::move(backend), std::move(options),
+                                     std::move(events), total);
+  std::unique_ptr<CachingAllocator> pool(new CachingAllocator(std::move(impl)));
+  if (!warm_up.empty()) GENESIS_RETURN_IF_ERROR(pool->WarmUp(warm_up, kNoStream));
+  return pool;
+}
+
+CachingAllocator::CachingAllocator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CachingAllocator::~CachingAllocator() = default;
+
+absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes, StreamId stream) {
+  return impl_->Allocate(bytes, stream);
+}
+absl::Status CachingAllocator::Free(void* ptr) { return impl_->Free(ptr); }
+absl::Status CachingAllocator::RecordStream(void* ptr, StreamId stream) {
+  return impl_->RecordStream(ptr, stream);
+}
+size_t CachingAllocator::AllocationSize(const void* ptr) const {
+  return impl_->AllocationSize(ptr);
+}
+bool CachingAllocator::Owns(const void* ptr) const {
+  return impl_->AllocationSize(ptr) != 0;
+}
+absl::Status CachingAllocator::EmptyCache() { return impl_->EmptyCache(/*wait=*/false); }
+absl::Status CachingAllocator::Compact() { return impl_->EmptyCache(/*wait=*/true); }
+absl::Status CachingAllocator::WarmUp(absl::Span<const size_t> sizes, StreamId stream) {
+  return impl_->WarmUp(sizes, stream);
+}
+MemoryStats CachingAllocator::Stats() const { return impl_->Stats(); }
+void CachingAllocator::ResetPeakStats() { impl_->ResetPeakStats(); }
+void CachingAllocator::ResetAccumulatedStats() { impl_->ResetAccumulatedStats(); }
+std::vector<CachingAllocator::SegmentSnapshot> CachingAllocator::Snapshot() const {
+  return impl_->Snapshot();
+}
+std::string CachingAllocator::Summary() const { return impl_->Summary(); }
+void CachingAllocator::AddObserver(std::shared_ptr<AllocatorObserver> observer) {
+  impl_->AddObserver(std::move(observer));
+}
+void CachingAllocator::RemoveObserver(const AllocatorObserver* observer) {
+  impl_->RemoveObserver(observer);
+}
+const Backend& CachingAllocator::backend() const { return impl_->backend(); }
+const AllocatorOptions& CachingAllocator::options() const { return impl_->options(); }
+
+}  // namespace genesis::memory

@@ -1,0 +1,100 @@
+#include "genesis/memory/pool_registry.h"
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "genesis/core/status.h"
+#include "genesis/cuda/device_query.h"
+#include "genesis/memory/host_backend.h"
+
+namespace genesis::memory {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::optional<AllocConfig> config;  // Read from the environment at the first pool.
+  bool any_pool = false;
+  std::unique_ptr<CachingAllocator> host;
+  std::unique_ptr<CachingAllocator> pinned;
+  std::vector<std::unique_ptr<CachingAllocator>> devices;
+};
+
+// Leaked on purpose: pools outlive every static destructor that might still free.
+Registry& GetRegistry() {
+  static Registry* registry = new Registry;
+  return *registry;
+}
+
+absl::StatusOr<AllocConfig> ConfigLocked(Registry& r) {
+  if (!r.config.has_value()) {
+    GENESIS_ASSIGN_OR_RETURN(AllocConfig config, AllocConfigFromEnvironment());
+    r.config = config;
+  }
+  return *r.config;
+}
+
+// Creates the pool in `slot` on first use with `make(config)`.
+template <typename Make>
+absl::StatusOr<CachingAllocator*> GetOrCreate(Registry& r, std::unique_ptr<CachingAllocator>& slot,
+                                              Make make) {
+  if (slot == nullptr) {
+    GENESIS_ASSIGN_OR_RETURN(AllocConfig config, ConfigLocked(r));
+    GENESIS_ASSIGN_OR_RETURN(slot, make(config));
+    r.any_pool = true;
+  }
+  return slot.get();
+}
+
+}  // namespace
+
+absl::StatusOr<CachingAllocator*> HostPool() {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return GetOrCreate(r, r.host, [](const AllocConfig& config) {
+    return CachingAllocator::Create(std::make_unique<HostBackend>(), config.options);
+  });
+}
+
+absl::StatusOr<CachingAllocator*> PinnedHostPool() {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return GetOrCreate(r, r.pinned, internal::MakePinnedHostPool);
+}
+
+absl::StatusOr<CachingAllocator*> PoolFor(const Device& device) {
+  if (device.is_cpu()) return HostPool();
+  GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceExists(device));
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.devices.empty()) r.devices.resize(cuda::DeviceCount());
+  return GetOrCreate(r, r.devices[device.index()], [&](const AllocConfig& config) {
+    return internal::MakeDevicePool(device.index(), config);
+  });
+}
+
+bool IsPinned(const void* ptr) {
+  if (ptr == nullptr) return false;
+  {
+    Registry& r = GetRegistry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.pinned != nullptr && r.pinned->Owns(ptr)) return true;
+  }
+  return internal::CudaReportsPinned(ptr);
+}
+
+absl::Status SetDefaultAllocConfig(const AllocConfig& config) {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.any_pool) {
+    return absl::FailedPreconditionError(
+        "SetDefaultAllocConfig: a memory pool already exists; call it before the first "
+        "allocation");
+  }
+  GENESIS_RETURN_IF_ERROR(CachingAllocator::ValidateOptions(config.options));
+  r.config = config;
+  return absl::OkStatus();
+}
+
+}  // namespace genesis::memory

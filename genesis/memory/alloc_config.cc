@@ -196,6 +196,17 @@ const Key kKeys[] = {
        config.options.warm_up_sizes = std::move(sizes);
        return absl::OkStatus();
      }},
+    {"thread_cache_blocks",
+     [](std::string_view value, AllocConfig& config) {
+       int blocks = 0;
+       const char* end = value.data() + value.size();
+       const auto [ptr, ec] = std::from_chars(value.data(), end, blocks);
+       if (ec != std::errc() || ptr != end || blocks < 0 || blocks > 1024) {
+         return absl::InvalidArgumentError("expected an integer in [0, 1024] (0: off)");
+       }
+       config.options.thread_cache_blocks = blocks;
+       return absl::OkStatus();
+     }},
     {"adaptive_caching",
      [](std::string_view value, AllocConfig& config) {
        return Assign(value, ParseBool, config.options.adaptive_caching);
@@ -326,6 +337,7 @@ std::string FormatAllocConfig(const AllocConfig& config) {
       ",cache_limit:", FormatLimit(o.cache_limit),
       ",garbage_collection_threshold:", FormatNumber(o.garbage_collection_threshold),
       ",warm_up:", warm_up,
+      ",thread_cache_blocks:", o.thread_cache_blocks,
       ",adaptive_caching:", o.adaptive_caching ? "true" : "false",
       ",pinned_mode:", ToAbsl(PinnedModeName(config.pinned_mode)));
 }

@@ -27,6 +27,7 @@
 // | cache_limit                  | size, or `none`                      | none    |
 // | garbage_collection_threshold | number in [0, 1] (0: off)            | 0       |
 // | warm_up                      | sizes joined by '+', or `none`       | none    |
+// | thread_cache_blocks          | integer in [0, 1024] (0: off)        | 8       |
 // | adaptive_caching             | true, false, 1 or 0                  | true    |
 // | pinned_mode                  | alloc or register                    | alloc   |
 //
@@ -50,6 +51,8 @@
 //                                 are released before the backend is asked for more.
 //   warm_up                       sizes allocated and freed once when a pool is created,
 //                                 so that their segments are reserved ("64MiB+1GiB").
+//   thread_cache_blocks           freed small blocks each thread keeps per (size, stream)
+//                                 for its next allocations, without the pool lock.
 //   adaptive_caching              keep segments of sizes that recur; release the others
 //                                 first.
 //   pinned_mode                   how the pinned host pool gets memory: cudaHostAlloc

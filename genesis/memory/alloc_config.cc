@@ -207,6 +207,7 @@ const Key kKeys[] = {
        config.options.thread_cache_blocks = blocks;
        return absl::OkStatus();
      }},
+    GENESIS_SIZE_KEY(thread_cache_bytes),
     {"adaptive_caching",
      [](std::string_view value, AllocConfig& config) {
        return Assign(value, ParseBool, config.options.adaptive_caching);
@@ -338,6 +339,7 @@ std::string FormatAllocConfig(const AllocConfig& config) {
       ",garbage_collection_threshold:", FormatNumber(o.garbage_collection_threshold),
       ",warm_up:", warm_up,
       ",thread_cache_blocks:", o.thread_cache_blocks,
+      ",thread_cache_bytes:", FormatByteSizeExact(o.thread_cache_bytes),
       ",adaptive_caching:", o.adaptive_caching ? "true" : "false",
       ",pinned_mode:", ToAbsl(PinnedModeName(config.pinned_mode)));
 }

@@ -28,6 +28,7 @@
 // | garbage_collection_threshold | number in [0, 1] (0: off)            | 0       |
 // | warm_up                      | sizes joined by '+', or `none`       | none    |
 // | thread_cache_blocks          | integer in [0, 1024] (0: off)        | 8       |
+// | thread_cache_bytes           | size > 0                             | 64MiB   |
 // | adaptive_caching             | true, false, 1 or 0                  | true    |
 // | pinned_mode                  | alloc or register                    | alloc   |
 //
@@ -51,8 +52,9 @@
 //                                 are released before the backend is asked for more.
 //   warm_up                       sizes allocated and freed once when a pool is created,
 //                                 so that their segments are reserved ("64MiB+1GiB").
-//   thread_cache_blocks           freed small blocks each thread keeps per (size, stream)
-//                                 for its next allocations, without the pool lock.
+//   thread_cache_blocks           freed blocks each thread keeps per (size, stream) for
+//                                 its next allocations, without the pool lock.
+//   thread_cache_bytes            at most this many bytes in one thread's cache.
 //   adaptive_caching              keep segments of sizes that recur; release the others
 //                                 first.
 //   pinned_mode                   how the pinned host pool gets memory: cudaHostAlloc

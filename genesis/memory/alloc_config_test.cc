@@ -35,6 +35,7 @@ void ExpectSameConfig(const AllocConfig& a, const AllocConfig& b) {
   EXPECT_EQ(x.garbage_collection_threshold, y.garbage_collection_threshold);
   EXPECT_EQ(x.warm_up_sizes, y.warm_up_sizes);
   EXPECT_EQ(x.thread_cache_blocks, y.thread_cache_blocks);
+  EXPECT_EQ(x.thread_cache_bytes, y.thread_cache_bytes);
   EXPECT_EQ(x.adaptive_caching, y.adaptive_caching);
   EXPECT_EQ(a.pinned_mode, b.pinned_mode);
 }
@@ -133,6 +134,7 @@ TEST(ParseAllocConfigTest, Booleans) {
   EXPECT_EQ(Parsed("thread_cache_blocks:64").options.thread_cache_blocks, 64);
   EXPECT_TRUE(Contains(ErrorOf("thread_cache_blocks:-1"), "[0, 1024]"));
   EXPECT_TRUE(Contains(ErrorOf("thread_cache_blocks:2000"), "thread_cache_blocks"));
+  EXPECT_EQ(Parsed("thread_cache_bytes:8MiB").options.thread_cache_bytes, 8u << 20);
 }
 
 TEST(ParseAllocConfigTest, RangesThatAreAccepted) {
@@ -240,7 +242,7 @@ TEST(FormatAllocConfigTest, Defaults) {
             "large_segment_size:20MiB,large_segment_threshold:10MiB,"
             "large_segment_rounding:2MiB,roundup_power2_divisions:0,max_split_size:none,"
             "memory_fraction:1,cache_limit:none,garbage_collection_threshold:0,"
-            "warm_up:none,thread_cache_blocks:8,adaptive_caching:true,pinned_mode:alloc");
+            "warm_up:none,thread_cache_blocks:8,thread_cache_bytes:64MiB,adaptive_caching:true,pinned_mode:alloc");
 }
 
 TEST(FormatAllocConfigTest, RoundTripsWhateverTheBase) {

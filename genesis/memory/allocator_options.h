@@ -48,11 +48,13 @@ struct AllocatorOptions {
   std::vector<size_t> warm_up_sizes;
   // Keep segments of sizes that recur; release sizes that have not recurred first.
   bool adaptive_caching = true;
-  // Per-thread caches of freed small-pool blocks, so that a cached allocation and its
-  // free take no pool-wide lock: at most this many blocks of one size and stream per
-  // thread (and at most small_segment_size bytes per thread). 0 disables them; every
-  // call then goes through the pool's lock and frees merge at once.
+  // Per-thread caches of freed blocks, so that a cached allocation and its free take no
+  // pool-wide lock: at most this many blocks of one size and stream per thread, and at
+  // most thread_cache_bytes bytes per thread. 0 disables them; every call then goes
+  // through the pool's lock and frees merge at once. Cached blocks go back to the pool
+  // on EmptyCache, Compact, before an allocation would fail, and when the thread exits.
   int thread_cache_blocks = 8;
+  size_t thread_cache_bytes = 64 * kMiB;
 };
 
 }  // namespace genesis::memory

@@ -123,12 +123,90 @@ struct BinKey {
   }
 };
 
+// A lock for critical sections of a few dozen instructions that are almost never
+// contended (a thread's own cache, one of 64 map shards): one atomic exchange to take,
+// one store to release, where a pthread mutex costs several times that. A waiter yields
+// after a short spin, so a holder that was descheduled is not starved.
+class SpinLock {
+ public:
+  void lock() {
+    while (held_.exchange(true, std::memory_order_acquire)) {
+      for (int spins = 0; held_.load(std::memory_order_relaxed); ++spins) {
+        if (spins >= 64) std::this_thread::yield();
+      }
+    }
+  }
+  void unlock() { held_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> held_{false};
+};
+
 // Freed small blocks one thread keeps for itself. Its mutex is only contended when
 // another thread flushes the caches (EmptyCache, Compact, OOM).
 struct ThreadCache {
-  std::mutex mu;
+  SpinLock mu;
   absl::flat_hash_map<BinKey, std::vector<Block*>> bins;
   size_t bytes = 0;
+  // What this thread's fast path did and has not yet folded into the pool's atomics,
+  // per pool (kSmall, kLarge). Taking a block from the cache raises allocated, active
+  // and requested bytes and lowers cached (and inactive-split) bytes; putting one back
+  // does the reverse, so these sums determine every gauge (see AddFigures). Guarded by
+  // `mu`, like the bins, so a flush folds them together with the blocks, and the
+  // common path writes no shared cache line.
+  struct Totals {
+    int64_t popped = 0;  // Bytes of blocks taken from the cache.
+    int64_t pushed = 0;  // Bytes of blocks put into it.
+    int64_t requested_popped = 0;
+    int64_t requested_pushed = 0;
+    int64_t split_popped = 0;  // Of those, bytes of blocks that do not span a segment.
+    int64_t split_pushed = 0;
+    int64_t num_popped = 0;
+    int64_t num_pushed = 0;
+  };
+  Totals totals[kNumStatPools];  // Index kSmall or kLarge.
+
+  // The net change of gauge `g` in stats pool `p` (kAllPools included).
+  int64_t Current(Gauge g, int p) const {
+    if (p == kAllPools) return Current(g, kSmall) + Current(g, kLarge);
+    const Totals& t = totals[p];
+    switch (g) {
+      case kAllocatedBytes:
+      case kActiveBytes:
+        return t.popped - t.pushed;
+      case kCachedBytes:
+        return t.pushed - t.popped;
+      case kRequestedBytes:
+        return t.requested_popped - t.requested_pushed;
+      case kInactiveSplitBytes:
+        return t.split_pushed - t.split_popped;
+      default:
+        return 0;
+    }
+  }
+
+  // Adds the figures these totals stand for to the given arrays.
+  void AddFigures(int64_t cur[kNumGauges][kNumStatPools], int64_t up[kNumGauges][kNumStatPools],
+                  int64_t down[kNumGauges][kNumStatPools], int64_t counters[kNumCounters]) const {
+    for (int p : {kSmall, kLarge}) {
+      const Totals& t = totals[p];
+      auto add = [&](Gauge g, int64_t increase, int64_t decrease) {
+        for (int q : {kAllPools, p}) {
+          cur[g][q] += increase - decrease;
+          up[g][q] += increase;
+          down[g][q] += decrease;
+        }
+      };
+      add(kAllocatedBytes, t.popped, t.pushed);
+      add(kActiveBytes, t.popped, t.pushed);
+      add(kCachedBytes, t.pushed, t.popped);
+      add(kRequestedBytes, t.requested_popped, t.requested_pushed);
+      add(kInactiveSplitBytes, t.split_pushed, t.split_popped);
+      counters[kNumAllocations] += t.num_popped;
+      counters[kNumCacheHits] += t.num_popped;
+      counters[kNumFrees] += t.num_pushed;
+    }
+  }
 };
 
 struct alignas(64) CounterShard {
@@ -226,7 +304,7 @@ class CachingAllocator::Impl {
   using Sink = std::vector<AllocatorEvent>;
 
   struct alignas(64) MapShard {
-    mutable std::mutex mu;
+    mutable SpinLock mu;
     absl::flat_hash_map<const void*, Block*> blocks;
   };
   static constexpr int kNumMapShards = 64;
@@ -249,14 +327,24 @@ class CachingAllocator::Impl {
 
   // Thread caches (no pool lock).
   ThreadCache* MyCache();
-  Block* CachePop(size_t size, StreamId stream);
+  // Takes a cached block of `size` for `stream` and accounts for the allocation in the
+  // thread's own figures; nullptr if the thread has none.
+  Block* CachePop(size_t size, StreamId stream, size_t requested);
   bool CachePush(Block* b, size_t requested);
+  // Folds a cache's figures into the pool's atomics. The caller holds cache.mu.
+  void FoldCacheStats(ThreadCache& cache);
+  // Raises the peak of gauge `g` to the pool-wide value as this thread sees it (the
+  // atomics plus its own unfolded changes). Exact with one thread; with several, other
+  // threads' unfolded changes (bounded by their caches) are not seen.
+  void RaisePeak(Gauge g, int pool, const ThreadCache& cache);
   // Moves every thread's cached blocks back to the free sets. Takes registry, caches
   // and the pool lock, in that order (the pool-wide lock order).
   void FlushThreadCaches();
   void ReturnCachedBlocksLocked(const std::vector<Block*>& blocks);
 
+  // The allocation map holds allocated blocks and blocks in thread caches.
   void Register(Block* b);
+  void Unregister(Block* b);
   absl::Status BadPointer(const void* ptr, const char* what) const;
   void Dispatch(const Sink& events);
   bool observed() const { return num_observers_.load(std::memory_order_relaxed) > 0; }
@@ -295,6 +383,9 @@ class CachingAllocator::Impl {
   const size_t allowed_max_;  // kNoLimit unless memory_fraction < 1.
   const uint64_t id_;
   const bool thread_caches_;
+  // Large blocks are cached per thread only when no policy (cache_limit, garbage
+  // collection) must see freed segments at once to release them.
+  const bool large_blocks_in_thread_caches_;
   std::shared_ptr<Registry> registry_;
 
   std::atomic<int64_t> cur_[kNumGauges][kNumStatPools] = {};
@@ -368,6 +459,8 @@ CachingAllocator::Impl::Impl(std::unique_ptr<Backend> backend, AllocatorOptions 
                        : kNoLimit),
       id_(next_pool_id.fetch_add(1)),
       thread_caches_(opt_.thread_cache_blocks > 0),
+      large_blocks_in_thread_caches_(opt_.cache_limit == kNoLimit &&
+                                     opt_.garbage_collection_threshold == 0.0),
       registry_(std::make_shared<Registry>()) {
   registry_->owner = this;
 }
@@ -451,6 +544,19 @@ void CachingAllocator::Impl::AddGauge(Gauge g, int pool, int64_t delta) {
 }
 
 MemoryStats CachingAllocator::Impl::Stats() const {
+  // The thread caches' unfolded figures, read under their locks (registry first, as
+  // everywhere), added to the atomics below.
+  int64_t cache_cur[kNumGauges][kNumStatPools] = {};
+  int64_t cache_up[kNumGauges][kNumStatPools] = {};
+  int64_t cache_down[kNumGauges][kNumStatPools] = {};
+  int64_t cache_counters[kNumCounters] = {};
+  {
+    std::lock_guard<std::mutex> registry_lock(registry_->mu);
+    for (const auto& cache : registry_->caches) {
+      std::lock_guard<SpinLock> lock(cache->mu);
+      cache->AddFigures(cache_cur, cache_up, cache_down, cache_counters);
+    }
+  }
   MemoryStats out;
   PoolMemoryStats* pools[kNumStatPools] = {&out.all, &out.small_pool, &out.large_pool};
   for (int p = 0; p < kNumStatPools; ++p) {
@@ -459,8 +565,13 @@ MemoryStats CachingAllocator::Impl::Stats() const {
         &pools[p]->reserved_bytes,  &pools[p]->active_bytes,
         &pools[p]->inactive_split_bytes, &pools[p]->requested_bytes};
     for (int g = 0; g < kNumGauges; ++g) {
-      stats[g]->current = cur_[g][p].load(std::memory_order_relaxed);
-      stats[g]->peak = peak_[g][p].load(std::memory_order_relaxed);
+      stats[g]->current = cur_[g][p].load(std::memory_order_relaxed) + cache_cur[g][p];
+      // Peaks seen by one thread miss the other threads' unfolded changes; never report
+      // a peak below the current value.
+      stats[g]->peak =
+          std::max(peak_[g][p].load(std::memory_order_relaxed), stats[g]->current);
+      stats[g]->allocated = cache_up[g][p];
+      stats[g]->freed = cache_down[g][p];
       for (const CounterShard& s : shards_) {
         stats[g]->allocated += s.gauge_up[g][p].load(std::memory_order_relaxed);
         stats[g]->freed += s.gauge_down[g][p].load(std::memory_order_relaxed);
@@ -468,6 +579,7 @@ MemoryStats CachingAllocator::Impl::Stats() const {
     }
   }
   int64_t counters[kNumCounters] = {};
+  for (int c = 0; c < kNumCounters; ++c) counters[c] = cache_counters[c];
   for (const CounterShard& s : shards_) {
     for (int c = 0; c < kNumCounters; ++c) {
       counters[c] += s.counters[c].load(std::memory_order_relaxed);
@@ -488,6 +600,13 @@ MemoryStats CachingAllocator::Impl::Stats() const {
 }
 
 void CachingAllocator::Impl::ResetPeakStats() {
+  {
+    std::lock_guard<std::mutex> registry_lock(registry_->mu);
+    for (const auto& cache : registry_->caches) {
+      std::lock_guard<SpinLock> lock(cache->mu);
+      FoldCacheStats(*cache);
+    }
+  }
   for (int g = 0; g < kNumGauges; ++g) {
     for (int p = 0; p < kNumStatPools; ++p) {
       peak_[g][p].store(cur_[g][p].load(std::memory_order_relaxed),
@@ -497,6 +616,13 @@ void CachingAllocator::Impl::ResetPeakStats() {
 }
 
 void CachingAllocator::Impl::ResetAccumulatedStats() {
+  {
+    std::lock_guard<std::mutex> registry_lock(registry_->mu);
+    for (const auto& cache : registry_->caches) {
+      std::lock_guard<SpinLock> lock(cache->mu);
+      FoldCacheStats(*cache);
+    }
+  }
   for (CounterShard& s : shards_) {
     for (auto& c : s.counters) c.store(0, std::memory_order_relaxed);
     for (int g = 0; g < kNumGauges; ++g) {
@@ -550,37 +676,75 @@ ThreadCache* CachingAllocator::Impl::MyCache() {
   return tls.last;
 }
 
-Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream) {
+Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream, size_t requested) {
   ThreadCache* cache = MyCache();
-  std::lock_guard<std::mutex> lock(cache->mu);
+  std::lock_guard<SpinLock> lock(cache->mu);
   auto it = cache->bins.find(BinKey{size, stream});
   if (it == cache->bins.end() || it->second.empty()) return nullptr;
   Block* b = it->second.back();
   it->second.pop_back();
   cache->bytes -= b->size;
-  AddGauge(kInactiveSplitBytes, b->pool, -static_cast<int64_t>(b->size));
+  b->requested.store(requested, std::memory_order_relaxed);
+  b->state.store(State::kAllocated, std::memory_order_relaxed);
+  ThreadCache::Totals& t = cache->totals[b->pool];
+  const int64_t s = static_cast<int64_t>(b->size);
+  t.popped += s;
+  t.requested_popped += static_cast<int64_t>(requested);
+  if (b->size != b->segment->size) t.split_popped += s;
+  ++t.num_popped;
+  for (Gauge g : {kAllocatedBytes, kActiveBytes, kRequestedBytes}) RaisePeak(g, b->pool, *cache);
   return b;
+}
+
+void CachingAllocator::Impl::RaisePeak(Gauge g, int pool, const ThreadCache& cache) {
+  for (int p : {kAllPools, pool}) {
+    const int64_t now = cur_[g][p].load(std::memory_order_relaxed) + cache.Current(g, p);
+    int64_t peak = peak_[g][p].load(std::memory_order_relaxed);
+    while (now > peak &&
+           !peak_[g][p].compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
+}
+
+void CachingAllocator::Impl::FoldCacheStats(ThreadCache& cache) {
+  int64_t cur[kNumGauges][kNumStatPools] = {};
+  int64_t up[kNumGauges][kNumStatPools] = {};
+  int64_t down[kNumGauges][kNumStatPools] = {};
+  int64_t counters[kNumCounters] = {};
+  cache.AddFigures(cur, up, down, counters);
+  for (ThreadCache::Totals& t : cache.totals) t = {};
+  CounterShard& shard = shards_[ThisThreadShard()];
+  for (int g = 0; g < kNumGauges; ++g) {
+    for (int p = 0; p < kNumStatPools; ++p) {
+      // Folding moves figures without changing their pool-wide value: no peak moves.
+      if (cur[g][p] != 0) cur_[g][p].fetch_add(cur[g][p], std::memory_order_relaxed);
+      if (up[g][p] != 0) shard.gauge_up[g][p].fetch_add(up[g][p], std::memory_order_relaxed);
+      if (down[g][p] != 0) shard.gauge_down[g][p].fetch_add(down[g][p], std::memory_order_relaxed);
+    }
+  }
+  for (int c = 0; c < kNumCounters; ++c) {
+    if (counters[c] != 0) shard.counters[c].fetch_add(counters[c], std::memory_order_relaxed);
+  }
 }
 
 bool CachingAllocator::Impl::CachePush(Block* b, size_t requested) {
   ThreadCache* cache = MyCache();
-  std::lock_guard<std::mutex> lock(cache->mu);
-  if (cache->bytes + b->size > opt_.small_segment_size) return false;
+  std::lock_guard<SpinLock> lock(cache->mu);
+  if (cache->bytes + b->size > opt_.thread_cache_bytes) return false;
   std::vector<Block*>& bin = cache->bins[BinKey{b->size, b->stream}];
   if (bin.size() >= static_cast<size_t>(opt_.thread_cache_blocks)) return false;
   bin.push_back(b);
   cache->bytes += b->size;
   b->state.store(State::kThreadCached, std::memory_order_relaxed);
   b->requested.store(0, std::memory_order_relaxed);
-  // Under the cache lock, so that a flush (which undoes kInactiveSplitBytes) cannot
-  // overtake these updates and drive a gauge below zero.
+  ThreadCache::Totals& t = cache->totals[b->pool];
   const int64_t size = static_cast<int64_t>(b->size);
-  AddGauge(kAllocatedBytes, b->pool, -size);
-  AddGauge(kCachedBytes, b->pool, size);
-  AddGauge(kActiveBytes, b->pool, -size);
-  AddGauge(kRequestedBytes, b->pool, -static_cast<int64_t>(requested));
-  // A small block is always smaller than its segment, so its segment is split.
-  AddGauge(kInactiveSplitBytes, b->pool, size);
+  t.pushed += size;
+  t.requested_pushed += static_cast<int64_t>(requested);
+  // A cached block that does not span its segment keeps the segment split.
+  if (b->size != b->segment->size) t.split_pushed += size;
+  ++t.num_pushed;
+  for (Gauge g : {kCachedBytes, kInactiveSplitBytes}) RaisePeak(g, b->pool, *cache);
   return true;
 }
 
@@ -588,12 +752,13 @@ void CachingAllocator::Impl::FlushThreadCaches() {
   std::lock_guard<std::mutex> registry_lock(registry_->mu);
   std::vector<Block*> blocks;
   for (const auto& cache : registry_->caches) {
-    std::lock_guard<std::mutex> lock(cache->mu);
+    std::lock_guard<SpinLock> lock(cache->mu);
     for (auto& [key, bin] : cache->bins) {
       blocks.insert(blocks.end(), bin.begin(), bin.end());
       bin.clear();
     }
     cache->bytes = 0;
+    FoldCacheStats(*cache);
   }
   if (blocks.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
@@ -605,10 +770,11 @@ void CachingAllocator::Impl::AdoptExitingThreadCache(
   std::erase(registry_->caches, cache);
   std::vector<Block*> blocks;
   {
-    std::lock_guard<std::mutex> lock(cache->mu);
+    std::lock_guard<SpinLock> lock(cache->mu);
     for (auto& [key, bin] : cache->bins) blocks.insert(blocks.end(), bin.begin(), bin.end());
     cache->bins.clear();
     cache->bytes = 0;
+    FoldCacheStats(*cache);
   }
   std::lock_guard<std::mutex> lock(mu_);
   ReturnCachedBlocksLocked(blocks);
@@ -616,7 +782,10 @@ void CachingAllocator::Impl::AdoptExitingThreadCache(
 
 void CachingAllocator::Impl::ReturnCachedBlocksLocked(const std::vector<Block*>& blocks) {
   for (Block* b : blocks) {
-    AddGauge(kInactiveSplitBytes, b->pool, -static_cast<int64_t>(b->size));
+    Unregister(b);
+    if (b->size != b->segment->size) {
+      AddGauge(kInactiveSplitBytes, b->pool, -static_cast<int64_t>(b->size));
+    }
     FreeAndMergeLocked(b);
   }
 }
@@ -903,28 +1072,23 @@ absl::StatusOr<Block*> CachingAllocator::Impl::AllocateAfterOomLocked(
 
 void CachingAllocator::Impl::Register(Block* b) {
   MapShard& shard = ShardFor(b->ptr);
-  std::lock_guard<std::mutex> lock(shard.mu);
+  std::lock_guard<SpinLock> lock(shard.mu);
   shard.blocks[b->ptr] = b;
+}
+
+void CachingAllocator::Impl::Unregister(Block* b) {
+  MapShard& shard = ShardFor(b->ptr);
+  std::lock_guard<SpinLock> lock(shard.mu);
+  shard.blocks.erase(b->ptr);
 }
 
 absl::StatusOr<void*> CachingAllocator::Impl::Allocate(size_t bytes, StreamId stream) {
   GENESIS_ASSIGN_OR_RETURN(const size_t size, RoundSize(bytes));
   const int pool = size < opt_.small_size_limit ? kSmall : kLarge;
-  GENESIS_ASSIGN_OR_RETURN(const size_t segment_size, SegmentSize(size, pool));
   const bool watch = observed();
 
-  if (thread_caches_ && pool == kSmall) {
-    if (Block* b = CachePop(size, stream)) {
-      b->requested.store(bytes, std::memory_order_relaxed);
-      b->state.store(State::kAllocated, std::memory_order_relaxed);
-      const int64_t s = static_cast<int64_t>(b->size);
-      AddGauge(kAllocatedBytes, pool, s);
-      AddGauge(kCachedBytes, pool, -s);
-      AddGauge(kActiveBytes, pool, s);
-      AddGauge(kRequestedBytes, pool, static_cast<int64_t>(bytes));
-      Count(kNumAllocations);
-      Count(kNumCacheHits);
-      Register(b);
+  if (thread_caches_) {
+    if (Block* b = CachePop(size, stream, bytes)) {
       if (watch) {
         Dispatch({MakeEvent(AllocatorEventType::kAllocate, b->size, bytes, b->ptr,
                             stream, /*cache_hit=*/true)});
@@ -933,6 +1097,7 @@ absl::StatusOr<void*> CachingAllocator::Impl::Allocate(size_t bytes, StreamId st
     }
   }
 
+  GENESIS_ASSIGN_OR_RETURN(const size_t segment_size, SegmentSize(size, pool));
   Sink events;
   Sink* sink = watch ? &events : nullptr;
   OomReason why;
@@ -1027,15 +1192,24 @@ absl::Status CachingAllocator::Impl::FreeLocked(Block* b, size_t requested) {
 absl::Status CachingAllocator::Impl::Free(void* ptr) {
   if (ptr == nullptr) return absl::OkStatus();
   Block* b = nullptr;
-  bool cross_stream = false;
+  bool to_thread_cache = false;
   {
     MapShard& shard = ShardFor(ptr);
-    std::lock_guard<std::mutex> lock(shard.mu);
+    std::lock_guard<SpinLock> lock(shard.mu);
     auto it = shard.blocks.find(ptr);
-    if (it != shard.blocks.end()) {
+    if (it != shard.blocks.end() &&
+        it->second->state.load(std::memory_order_relaxed) == State::kAllocated) {
       b = it->second;
-      shard.blocks.erase(it);
-      cross_stream = !b->recorded_streams.empty();
+      // A block bound for a thread cache stays in the map (marked cached, so a second
+      // free is caught) until it goes back to the pool: the next allocation that takes
+      // it needs no map update. Anything else leaves the map now.
+      to_thread_cache = thread_caches_ && b->recorded_streams.empty() &&
+                        (b->pool == kSmall || large_blocks_in_thread_caches_);
+      if (to_thread_cache) {
+        b->state.store(State::kThreadCached, std::memory_order_relaxed);
+      } else {
+        shard.blocks.erase(it);
+      }
     }
   }
   if (b == nullptr) return BadPointer(ptr, "Free");
@@ -1047,8 +1221,11 @@ absl::Status CachingAllocator::Impl::Free(void* ptr) {
     sink->push_back(
         MakeEvent(AllocatorEventType::kFree, b->size, requested, b->ptr, b->stream));
   }
-  if (!cross_stream && thread_caches_ && b->pool == kSmall && CachePush(b, requested)) {
-    Count(kNumFrees);
+  if (to_thread_cache && !CachePush(b, requested)) {
+    Unregister(b);  // The thread's bin is full: the block goes back to the pool.
+    to_thread_cache = false;
+  }
+  if (to_thread_cache) {
     if (opt_.cache_limit != kNoLimit &&
         GaugeNow(kCachedBytes, kAllPools) > static_cast<int64_t>(opt_.cache_limit)) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1062,6 +1239,7 @@ absl::Status CachingAllocator::Impl::Free(void* ptr) {
       if (status.ok()) EnforceCacheLimitLocked(sink);
     }
     if (!status.ok()) {
+      b->state.store(State::kAllocated, std::memory_order_relaxed);
       Register(b);  // Still allocated: the caller may retry the free.
       return status;
     }
@@ -1073,9 +1251,10 @@ absl::Status CachingAllocator::Impl::Free(void* ptr) {
 absl::Status CachingAllocator::Impl::RecordStream(void* ptr, StreamId stream) {
   {
     MapShard& shard = ShardFor(ptr);
-    std::lock_guard<std::mutex> lock(shard.mu);
+    std::lock_guard<SpinLock> lock(shard.mu);
     auto it = shard.blocks.find(ptr);
-    if (it != shard.blocks.end()) {
+    if (it != shard.blocks.end() &&
+        it->second->state.load(std::memory_order_relaxed) == State::kAllocated) {
       Block* b = it->second;
       if (stream == b->stream) return absl::OkStatus();
       if (events_ == nullptr) {
@@ -1095,9 +1274,13 @@ absl::Status CachingAllocator::Impl::RecordStream(void* ptr, StreamId stream) {
 
 size_t CachingAllocator::Impl::AllocationSize(const void* ptr) const {
   MapShard& shard = ShardFor(ptr);
-  std::lock_guard<std::mutex> lock(shard.mu);
+  std::lock_guard<SpinLock> lock(shard.mu);
   auto it = shard.blocks.find(ptr);
-  return it == shard.blocks.end() ? 0 : it->second->size;
+  if (it == shard.blocks.end() ||
+      it->second->state.load(std::memory_order_relaxed) != State::kAllocated) {
+    return 0;
+  }
+  return it->second->size;
 }
 
 // ----- Cache management -----

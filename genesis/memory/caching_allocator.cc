@@ -18,6 +18,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -77,6 +78,12 @@ struct Block {
   Block* next = nullptr;
   std::atomic<State> state{State::kFree};
   std::atomic<size_t> requested{0};
+  // Bumped each time the block is handed out. Block objects are recycled, never deleted,
+  // while the pool lives, so a thread may read this (and `state`) through a stale
+  // pointer to tell whether the allocation it remembers is still the current one.
+  std::atomic<uint64_t> alloc_seq{0};
+  // Mirrors !recorded_streams.empty() for readers that do not hold the map shard.
+  std::atomic<bool> has_recorded_streams{false};
   // Streams (other than `stream`) that use the block. Guarded by the allocation-map
   // shard while the block is live; owned by the freeing thread after that.
   std::vector<StreamId> recorded_streams;
@@ -146,8 +153,45 @@ class SpinLock {
 // another thread flushes the caches (EmptyCache, Compact, OOM).
 struct ThreadCache {
   SpinLock mu;
-  absl::flat_hash_map<BinKey, std::vector<Block*>> bins;
+  // Node-based, so a bin's address is stable and can be remembered in `recent`.
+  absl::node_hash_map<BinKey, std::vector<Block*>> bins;
+  // The bins used last, direct-mapped by size: most calls skip the hash lookup.
+  struct RecentBin {
+    BinKey key{0, kNoStream};
+    std::vector<Block*>* bin = nullptr;
+  };
+  RecentBin recent[8];
+
+  // The bin of (size, stream); with `create`, made on first use, else nullptr if none.
+  std::vector<Block*>* Bin(size_t size, StreamId stream, bool create) {
+    RecentBin& r = recent[(size >> 9) & 7];
+    const BinKey key{size, stream};
+    if (r.bin != nullptr && r.key == key) return r.bin;
+    std::vector<Block*>* bin = nullptr;
+    if (create) {
+      bin = &bins[key];
+    } else if (auto it = bins.find(key); it != bins.end()) {
+      bin = &it->second;
+    } else {
+      return nullptr;
+    }
+    r = {key, bin};
+    return bin;
+  }
   size_t bytes = 0;
+  // Blocks this thread took from its cache, by address (direct-mapped; a collision only
+  // sends a free down the ordinary path). Lets the thread free them again without the
+  // address map; each entry is checked against the block's alloc_seq before use.
+  struct HandedOut {
+    const void* ptr = nullptr;
+    Block* block = nullptr;
+    uint64_t seq = 0;
+  };
+  static constexpr int kHandedOutSlots = 256;
+  HandedOut handed_out[kHandedOutSlots];
+  static int SlotFor(const void* p) {
+    return static_cast<int>(((reinterpret_cast<uintptr_t>(p) >> 9) * 0x9E3779B97F4A7C15ull) >> 56);
+  }
   // What this thread's fast path did and has not yet folded into the pool's atomics,
   // per pool (kSmall, kLarge). Taking a block from the cache raises allocated, active
   // and requested bytes and lowers cached (and inactive-split) bytes; putting one back
@@ -331,6 +375,10 @@ class CachingAllocator::Impl {
   // thread's own figures; nullptr if the thread has none.
   Block* CachePop(size_t size, StreamId stream, size_t requested);
   bool CachePush(Block* b, size_t requested);
+  bool CachePushLocked(ThreadCache& cache, Block* b, size_t requested);
+  // Frees `ptr` into this thread's cache if this thread took it from there and it is
+  // still allocated: no address-map lookup. False sends the free down the usual path.
+  bool FreeToOwnCache(const void* ptr);
   // Folds a cache's figures into the pool's atomics. The caller holds cache.mu.
   void FoldCacheStats(ThreadCache& cache);
   // Raises the peak of gauge `g` to the pool-wide value as this thread sees it (the
@@ -369,6 +417,9 @@ class CachingAllocator::Impl {
   void CollectGarbageLocked(size_t segment_size, Sink* sink);
   absl::Status FreeLocked(Block* b, size_t requested);
   void InsertFreeLocked(Block* b);
+  // Block objects are recycled, not deleted, while the pool lives (see Block::alloc_seq).
+  Block* NewBlockLocked();
+  void RecycleBlockLocked(Block* b);
   void EraseFreeLocked(Block* b);
   void FreeAndMergeLocked(Block* b);
   absl::Status ProcessEventsLocked(bool wait);
@@ -402,6 +453,7 @@ class CachingAllocator::Impl {
   std::vector<std::pair<EventId, Block*>> pending_;
   absl::flat_hash_map<size_t, int64_t> segment_size_count_;
   uint64_t tick_ = 0;
+  std::vector<Block*> spare_blocks_;
 
   std::atomic<int> num_observers_{0};
   mutable std::mutex observers_mu_;
@@ -488,6 +540,7 @@ CachingAllocator::Impl::~Impl() {
     }
     delete s;
   }
+  for (Block* b : spare_blocks_) delete b;
 }
 
 // ----- Sizes -----
@@ -679,13 +732,17 @@ ThreadCache* CachingAllocator::Impl::MyCache() {
 Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream, size_t requested) {
   ThreadCache* cache = MyCache();
   std::lock_guard<SpinLock> lock(cache->mu);
-  auto it = cache->bins.find(BinKey{size, stream});
-  if (it == cache->bins.end() || it->second.empty()) return nullptr;
-  Block* b = it->second.back();
-  it->second.pop_back();
+  std::vector<Block*>* bin = cache->Bin(size, stream, /*create=*/false);
+  if (bin == nullptr || bin->empty()) return nullptr;
+  Block* b = bin->back();
+  bin->pop_back();
   cache->bytes -= b->size;
   b->requested.store(requested, std::memory_order_relaxed);
+  // Only the thread that holds a block's bin hands it out, so a plain increment will do.
+  const uint64_t seq = b->alloc_seq.load(std::memory_order_relaxed) + 1;
+  b->alloc_seq.store(seq, std::memory_order_relaxed);
   b->state.store(State::kAllocated, std::memory_order_relaxed);
+  cache->handed_out[ThreadCache::SlotFor(b->ptr)] = {b->ptr, b, seq};
   ThreadCache::Totals& t = cache->totals[b->pool];
   const int64_t s = static_cast<int64_t>(b->size);
   t.popped += s;
@@ -697,8 +754,10 @@ Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream, size_t req
 }
 
 void CachingAllocator::Impl::RaisePeak(Gauge g, int pool, const ThreadCache& cache) {
-  for (int p : {kAllPools, pool}) {
-    const int64_t now = cur_[g][p].load(std::memory_order_relaxed) + cache.Current(g, p);
+  const int64_t in_pool = cache.Current(g, pool);
+  const int64_t in_all = in_pool + cache.Current(g, pool == kSmall ? kLarge : kSmall);
+  for (auto [p, local] : {std::pair{kAllPools, in_all}, std::pair{pool, in_pool}}) {
+    const int64_t now = cur_[g][p].load(std::memory_order_relaxed) + local;
     int64_t peak = peak_[g][p].load(std::memory_order_relaxed);
     while (now > peak &&
            !peak_[g][p].compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
@@ -730,21 +789,45 @@ void CachingAllocator::Impl::FoldCacheStats(ThreadCache& cache) {
 bool CachingAllocator::Impl::CachePush(Block* b, size_t requested) {
   ThreadCache* cache = MyCache();
   std::lock_guard<SpinLock> lock(cache->mu);
-  if (cache->bytes + b->size > opt_.thread_cache_bytes) return false;
-  std::vector<Block*>& bin = cache->bins[BinKey{b->size, b->stream}];
+  return CachePushLocked(*cache, b, requested);
+}
+
+bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr) {
+  ThreadCache* cache = MyCache();
+  std::lock_guard<SpinLock> lock(cache->mu);
+  ThreadCache::HandedOut& slot = cache->handed_out[ThreadCache::SlotFor(ptr)];
+  if (slot.ptr != ptr) return false;
+  Block* b = slot.block;
+  const uint64_t seq = slot.seq;
+  slot = {};
+  // Still the allocation this thread handed out? Otherwise (freed elsewhere, handed out
+  // again, merged away) the ordinary path decides.
+  if (b->alloc_seq.load(std::memory_order_relaxed) != seq ||
+      b->state.load(std::memory_order_relaxed) != State::kAllocated ||
+      b->has_recorded_streams.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  return CachePushLocked(*cache, b, b->requested.load(std::memory_order_relaxed));
+}
+
+bool CachingAllocator::Impl::CachePushLocked(ThreadCache& cache, Block* b,
+                                             size_t requested) {
+  if (b->pool != kSmall && !large_blocks_in_thread_caches_) return false;
+  if (cache.bytes + b->size > opt_.thread_cache_bytes) return false;
+  std::vector<Block*>& bin = *cache.Bin(b->size, b->stream, /*create=*/true);
   if (bin.size() >= static_cast<size_t>(opt_.thread_cache_blocks)) return false;
   bin.push_back(b);
-  cache->bytes += b->size;
+  cache.bytes += b->size;
   b->state.store(State::kThreadCached, std::memory_order_relaxed);
   b->requested.store(0, std::memory_order_relaxed);
-  ThreadCache::Totals& t = cache->totals[b->pool];
+  ThreadCache::Totals& t = cache.totals[b->pool];
   const int64_t size = static_cast<int64_t>(b->size);
   t.pushed += size;
   t.requested_pushed += static_cast<int64_t>(requested);
   // A cached block that does not span its segment keeps the segment split.
   if (b->size != b->segment->size) t.split_pushed += size;
   ++t.num_pushed;
-  for (Gauge g : {kCachedBytes, kInactiveSplitBytes}) RaisePeak(g, b->pool, *cache);
+  for (Gauge g : {kCachedBytes, kInactiveSplitBytes}) RaisePeak(g, b->pool, cache);
   return true;
 }
 
@@ -773,6 +856,7 @@ void CachingAllocator::Impl::AdoptExitingThreadCache(
     std::lock_guard<SpinLock> lock(cache->mu);
     for (auto& [key, bin] : cache->bins) blocks.insert(blocks.end(), bin.begin(), bin.end());
     cache->bins.clear();
+    for (ThreadCache::RecentBin& r : cache->recent) r = {};
     cache->bytes = 0;
     FoldCacheStats(*cache);
   }
@@ -811,6 +895,29 @@ void CachingAllocator::Impl::EraseFreeLocked(Block* b) {
   }
 }
 
+Block* CachingAllocator::Impl::NewBlockLocked() {
+  if (spare_blocks_.empty()) return new Block;
+  Block* b = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  return b;
+}
+
+void CachingAllocator::Impl::RecycleBlockLocked(Block* b) {
+  // Everything but alloc_seq is reset; alloc_seq keeps counting so that a stale
+  // handed-out entry can never match again.
+  b->ptr = nullptr;
+  b->size = 0;
+  b->stream = kNoStream;
+  b->segment = nullptr;
+  b->prev = b->next = nullptr;
+  b->state.store(State::kFree, std::memory_order_relaxed);
+  b->requested.store(0, std::memory_order_relaxed);
+  b->recorded_streams.clear();
+  b->has_recorded_streams.store(false, std::memory_order_relaxed);
+  b->pending_events = 0;
+  spare_blocks_.push_back(b);
+}
+
 void CachingAllocator::Impl::FreeAndMergeLocked(Block* b) {
   if (Block* prev = b->prev;
       prev != nullptr && prev->state.load(std::memory_order_relaxed) == State::kFree) {
@@ -818,7 +925,7 @@ void CachingAllocator::Impl::FreeAndMergeLocked(Block* b) {
     prev->size += b->size;
     prev->next = b->next;
     if (b->next != nullptr) b->next->prev = prev;
-    delete b;
+    RecycleBlockLocked(b);
     b = prev;
   }
   if (Block* next = b->next;
@@ -827,7 +934,7 @@ void CachingAllocator::Impl::FreeAndMergeLocked(Block* b) {
     b->size += next->size;
     b->next = next->next;
     if (next->next != nullptr) next->next->prev = b;
-    delete next;
+    RecycleBlockLocked(next);
   }
   InsertFreeLocked(b);
   b->segment->last_used = ++tick_;
@@ -857,7 +964,7 @@ void CachingAllocator::Impl::TakeBlockLocked(Block* b, size_t size, size_t reque
                          : remaining > opt_.small_size_limit &&
                                b->size <= opt_.max_split_size;
   if (split) {
-    Block* rest = new Block;
+    Block* rest = NewBlockLocked();
     rest->ptr = b->ptr + size;
     rest->size = remaining;
     rest->stream = b->stream;
@@ -870,6 +977,8 @@ void CachingAllocator::Impl::TakeBlockLocked(Block* b, size_t size, size_t reque
     b->size = size;
     InsertFreeLocked(rest);
   }
+  b->alloc_seq.store(b->alloc_seq.load(std::memory_order_relaxed) + 1,
+                     std::memory_order_relaxed);
   b->state.store(State::kAllocated, std::memory_order_relaxed);
   b->requested.store(requested, std::memory_order_relaxed);
   b->segment->last_used = ++tick_;
@@ -910,7 +1019,7 @@ absl::StatusOr<Block*> CachingAllocator::Impl::NewSegmentLocked(size_t segment_s
   s->size = segment_size;
   s->stream = stream;
   s->pool = pool;
-  auto* b = new Block;
+  Block* b = NewBlockLocked();
   b->ptr = s->ptr;
   b->size = segment_size;
   b->stream = stream;
@@ -944,7 +1053,7 @@ void CachingAllocator::Impl::ReleaseSegmentLocked(Segment* s, Sink* sink) {
     sink->push_back(
         MakeEvent(AllocatorEventType::kSegmentFree, s->size, 0, s->ptr, s->stream));
   }
-  delete b;
+  RecycleBlockLocked(b);
   delete s;
 }
 
@@ -1172,6 +1281,7 @@ absl::Status CachingAllocator::Impl::FreeLocked(Block* b, size_t requested) {
     recorded.push_back(*e);
   }
   b->recorded_streams.clear();
+  b->has_recorded_streams.store(false, std::memory_order_relaxed);
   const int64_t size = static_cast<int64_t>(b->size);
   AddGauge(kAllocatedBytes, b->pool, -size);
   AddGauge(kCachedBytes, b->pool, size);
@@ -1191,6 +1301,14 @@ absl::Status CachingAllocator::Impl::FreeLocked(Block* b, size_t requested) {
 
 absl::Status CachingAllocator::Impl::Free(void* ptr) {
   if (ptr == nullptr) return absl::OkStatus();
+  if (thread_caches_ && !observed() && FreeToOwnCache(ptr)) {
+    if (opt_.cache_limit != kNoLimit &&
+        GaugeNow(kCachedBytes, kAllPools) > static_cast<int64_t>(opt_.cache_limit)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      EnforceCacheLimitLocked(nullptr);
+    }
+    return absl::OkStatus();
+  }
   Block* b = nullptr;
   bool to_thread_cache = false;
   {
@@ -1265,6 +1383,7 @@ absl::Status CachingAllocator::Impl::RecordStream(void* ptr, StreamId stream) {
       if (std::find(b->recorded_streams.begin(), b->recorded_streams.end(), stream) ==
           b->recorded_streams.end()) {
         b->recorded_streams.push_back(stream);
+        b->has_recorded_streams.store(true, std::memory_order_relaxed);
       }
       return absl::OkStatus();
     }

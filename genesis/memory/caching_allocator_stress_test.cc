@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -184,6 +186,101 @@ TEST(CachingAllocatorStressTest, RandomOperationsOnFourThreads) {
   EXPECT_TRUE(events->violations().empty());
   EXPECT_EQ(CheckPoolInvariants(pool), "");
 }
+
+// Blocks change hands: each thread frees some of its own blocks and some that other
+// threads allocated, so thread caches receive foreign blocks and a thread's memory of
+// what it handed out goes stale (the block was freed elsewhere, merged, handed out
+// again at the same address). Tags catch any block given to two owners at once.
+class HandOffTest : public ::testing::TestWithParam<int> {};
+
+// The parameter is thread_cache_blocks: with 1, most frees go back to the pool and
+// merge, so addresses are handed out again through the pool's free sets, under block
+// records other than the ones a thread remembers.
+TEST_P(HandOffTest, BlocksFreedByOtherThreads) {
+  auto backend = TestBackend::FakeCuda();
+  auto state = backend->state();
+  AllocatorOptions options;
+  options.thread_cache_blocks = GetParam();
+  auto created = CachingAllocator::Create(std::move(backend), options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  CachingAllocator& pool = **created;
+
+  constexpr int kHandOffThreads = 4;
+  constexpr int kOps = 200'000;
+  std::mutex shared_mu;
+  std::vector<Live> shared;  // Blocks any thread may free.
+  std::atomic<int> failures{0};
+  std::atomic<uint64_t> tag_source{1};
+  auto check_and_free = [&](const Live& l) {
+    if (!TagIntact(l)) {
+      ADD_FAILURE() << "block " << static_cast<void*>(l.ptr) << " was overwritten";
+      failures.fetch_add(1);
+    }
+    if (absl::Status s = pool.Free(l.ptr); !s.ok()) {
+      ADD_FAILURE() << s;
+      failures.fetch_add(1);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kHandOffThreads; ++t) {
+    threads.emplace_back([&, t] {
+      uint64_t rng = 0xD1B54A32D192ED03ull * (t + 1);
+      std::vector<Live> mine;
+      for (int i = 0; i < kOps && failures.load() == 0; ++i) {
+        const uint64_t r = Next(rng);
+        if (r % 3 != 0 || mine.empty()) {
+          // Few sizes, so that blocks recur in thread caches; some large ones too.
+          const size_t size = size_t{512} << (r % 7) << (r % 11 == 0 ? 12 : 0);
+          auto p = pool.Allocate(size);
+          if (!p.ok()) {
+            ADD_FAILURE() << p.status();
+            failures.fetch_add(1);
+            break;
+          }
+          Live l{static_cast<char*>(*p), 16, tag_source.fetch_add(1)};
+          WriteTag(l);
+          if (r % 2 == 0) {
+            mine.push_back(l);
+          } else {
+            std::lock_guard<std::mutex> lock(shared_mu);
+            shared.push_back(l);
+          }
+        }
+        if (r % 5 == 0 && !mine.empty()) {
+          check_and_free(mine.back());
+          mine.pop_back();
+        }
+        if (r % 4 == 0) {
+          std::optional<Live> theirs;
+          {
+            std::lock_guard<std::mutex> lock(shared_mu);
+            if (!shared.empty()) {
+              theirs = shared[r % shared.size()];
+              shared[r % shared.size()] = shared.back();
+              shared.pop_back();
+            }
+          }
+          if (theirs.has_value()) check_and_free(*theirs);
+        }
+        if (r % 20'000 == 0) (void)pool.EmptyCache();
+      }
+      for (const Live& l : mine) check_and_free(l);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const Live& l : shared) check_and_free(l);
+  ASSERT_EQ(failures.load(), 0);
+  EXPECT_EQ(CheckPoolInvariants(pool), "");
+  const MemoryStats st = pool.Stats();
+  EXPECT_EQ(st.all.allocated_bytes.current, 0);
+  EXPECT_EQ(st.num_allocations, st.num_frees);
+  ASSERT_TRUE(pool.Compact().ok());
+  EXPECT_EQ(pool.Stats().all.reserved_bytes.current, 0);
+  EXPECT_EQ(state->live_segments(), 0);
+  EXPECT_TRUE(state->violations().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreadCacheBlocks, HandOffTest, ::testing::Values(8, 1));
 
 }  // namespace
 }  // namespace genesis::memory

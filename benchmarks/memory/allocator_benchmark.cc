@@ -7,6 +7,7 @@
 
 #include "benchmark/benchmark.h"
 #include "genesis/memory/caching_allocator.h"
+#include "benchmarks/memory/pool_pairs.h"
 #include "genesis/memory/host_backend.h"
 
 namespace genesis::memory {
@@ -20,16 +21,7 @@ CachingAllocator& HostPool() {
   return *pool;
 }
 
-void BM_HostPool(benchmark::State& state) {
-  CachingAllocator& pool = HostPool();
-  const size_t bytes = state.range(0);
-  for (auto _ : state) {
-    void* p = pool.Allocate(bytes).value();
-    benchmark::DoNotOptimize(p);
-    if (!pool.Free(p).ok()) state.SkipWithError("free failed");
-  }
-  state.SetItemsProcessed(state.iterations());
-}
+void BM_HostPool(benchmark::State& state) { RunCachedPairs(state, HostPool()); }
 
 void BM_Malloc(benchmark::State& state) {
   const size_t bytes = state.range(0);

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "benchmark/benchmark.h"
+#include "benchmarks/memory/pool_pairs.h"
 #include "genesis/cuda/device_query.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/cuda_backend.h"
@@ -56,15 +57,7 @@ bool NeedsGpu(benchmark::State& state) {
 
 void BM_DevicePool(benchmark::State& state) {
   if (!NeedsGpu(state)) return;
-  CachingAllocator& pool = DevicePool();
-  const StreamId stream = reinterpret_cast<StreamId>(ThreadStream());
-  const size_t bytes = state.range(0);
-  for (auto _ : state) {
-    void* p = pool.Allocate(bytes, stream).value();
-    benchmark::DoNotOptimize(p);
-    if (!pool.Free(p).ok()) state.SkipWithError("free failed");
-  }
-  state.SetItemsProcessed(state.iterations());
+  RunCachedPairs(state, DevicePool(), reinterpret_cast<StreamId>(ThreadStream()));
 }
 
 void BM_CudaMalloc(benchmark::State& state) {
@@ -104,14 +97,7 @@ void BM_CudaMallocAsync(benchmark::State& state) {
 
 void BM_PinnedPool(benchmark::State& state) {
   if (!NeedsGpu(state)) return;
-  CachingAllocator& pool = PinnedPool();
-  const size_t bytes = state.range(0);
-  for (auto _ : state) {
-    void* p = pool.Allocate(bytes).value();
-    benchmark::DoNotOptimize(p);
-    if (!pool.Free(p).ok()) state.SkipWithError("free failed");
-  }
-  state.SetItemsProcessed(state.iterations());
+  RunCachedPairs(state, PinnedPool());
 }
 
 void BM_CudaHostAlloc(benchmark::State& state) {

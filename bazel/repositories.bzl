@@ -97,4 +97,12 @@ def genesis_dependencies():
         debian_package = "libdlpack-dev",
         headers = ["dlpack/dlpack.h"],
     )
+    _maybe(
+        system_library,
+        name = "zlib",
+        build_file = _label("third_party/systemlibs:zlib.BUILD"),
+        debian_package = "zlib1g-dev",
+        headers = ["zlib.h"],
+        libraries = ["libz.a"],
+    )
     _maybe(cuda_configure, name = "local_config_cuda")

@@ -13,6 +13,7 @@ readonly PACKAGES=(
   libbenchmark-dev                                               # benchmarks
   nlohmann-json3-dev                                             # JSON output
   libdlpack-dev                                                  # DLPack interop
+  zlib1g-dev                                                     # gzip-compressed traces
 )
 
 check_only=0

@@ -58,6 +58,17 @@ TEST(MemoryApiTest, NamesADeviceThatDoesNotExist) {
   EXPECT_FALSE(empty_cache(Device::Cuda(99)).ok());
 }
 
+TEST(PoolRegistryTest, CreatesSeparatePoolsOnRequest) {
+  auto a = CreatePool(Device::Cpu(), AllocConfig{});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_NE(a->get(), HostPool().value());
+  void* p = (*a)->Allocate(1000).value();
+  EXPECT_TRUE((*a)->Owns(p));
+  EXPECT_FALSE(HostPool().value()->Owns(p));
+  ASSERT_TRUE((*a)->Free(p).ok());
+  EXPECT_FALSE(CreatePool(Device::Cuda(99), AllocConfig{}).ok());
+}
+
 TEST(PoolRegistryTest, ReturnsTheSamePoolEveryTime) {
   EXPECT_EQ(HostPool().value(), PoolFor(Device::Cpu()).value());
 }

@@ -49,12 +49,20 @@ absl::StatusOr<CachingAllocator*> GetOrCreate(Registry& r, std::unique_ptr<Cachi
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<CachingAllocator>> CreatePool(const Device& device,
+                                                            const AllocConfig& config) {
+  if (device.is_cpu()) {
+    return CachingAllocator::Create(std::make_unique<HostBackend>(), config.options);
+  }
+  GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceExists(device));
+  return internal::MakeDevicePool(device.index(), config);
+}
+
 absl::StatusOr<CachingAllocator*> HostPool() {
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
-  return GetOrCreate(r, r.host, [](const AllocConfig& config) {
-    return CachingAllocator::Create(std::make_unique<HostBackend>(), config.options);
-  });
+  return GetOrCreate(r, r.host,
+                     [](const AllocConfig& config) { return CreatePool(Device::Cpu(), config); });
 }
 
 absl::StatusOr<CachingAllocator*> PinnedHostPool() {
@@ -69,9 +77,8 @@ absl::StatusOr<CachingAllocator*> PoolFor(const Device& device) {
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
   if (r.devices.empty()) r.devices.resize(cuda::DeviceCount());
-  return GetOrCreate(r, r.devices[device.index()], [&](const AllocConfig& config) {
-    return internal::MakeDevicePool(device.index(), config);
-  });
+  return GetOrCreate(r, r.devices[device.index()],
+                     [&](const AllocConfig& config) { return CreatePool(device, config); });
 }
 
 bool IsPinned(const void* ptr) {

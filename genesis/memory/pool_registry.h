@@ -10,6 +10,8 @@
 #ifndef GENESIS_MEMORY_POOL_REGISTRY_H_
 #define GENESIS_MEMORY_POOL_REGISTRY_H_
 
+#include <memory>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "genesis/core/device.h"
@@ -34,6 +36,12 @@ absl::StatusOr<CachingAllocator*> HostPool();
 // that CUDA reports as page-locked host memory (pinned by anyone). False for nullptr and
 // in the CPU-only build.
 bool IsPinned(const void* ptr);
+
+// A new pool of its own for `device` (host memory for the CPU, cudaMalloc-backed with
+// CUDA-event stream ordering for cuda:N) with `config`, outside the registry: for tools
+// that compare configurations, such as trace replay. Errors as for PoolFor.
+absl::StatusOr<std::unique_ptr<CachingAllocator>> CreatePool(const Device& device,
+                                                            const AllocConfig& config);
 
 // Settings for pools not yet created, instead of GENESIS_ALLOC_CONF. FailedPrecondition
 // if a pool already exists (its settings cannot change under live blocks).

@@ -3,7 +3,10 @@
 # the messages for bad usage.
 set -uo pipefail
 genesis=$1
+trace=$2
 failures=0
+bad_trace=${TEST_TMPDIR:-/tmp}/bad.trace
+printf 'alloc 0x1000 512 0\nfree_completed 0x2000 512 0\n' >"$bad_trace"
 
 check() {  # check DESCRIPTION EXPECTED_EXIT PATTERN -- COMMAND...
   local what=$1 want_rc=$2 pattern=$3 out rc
@@ -29,6 +32,13 @@ check "no command" 2 "Commands:" -- "$genesis"
 check "help" 0 "info +devices" -- "$genesis" help
 check "unknown command" 2 "unknown command 'nope'" -- "$genesis" nope
 check "unexpected argument" 2 "unexpected argument 'extra'" -- "$genesis" info extra
+check "replay a real trace" 0 "reserved/allocated" -- "$genesis" replay "$trace"
+check "replay --json" 0 '"reserved_over_allocated"' -- "$genesis" replay "$trace" --json
+check "replay with settings" 0 "max_split_size:256MiB" -- "$genesis" replay "$trace" --alloc_conf=max_split_size:256MiB
+check "replay names the bad line" 1 "bad.trace:2:" -- "$genesis" replay "$bad_trace"
+check "replay of a missing file" 1 "no/such.trace" -- "$genesis" replay no/such.trace
+check "replay without traces" 2 "name one or more trace files" -- "$genesis" replay
+check "replay with a bad setting" 2 "bogus" -- "$genesis" replay "$trace" --alloc_conf=bogus:1
 check "unknown flag" 1 "Unknown command line flag 'nosuchflag'" -- "$genesis" info --nosuchflag
 
 ((failures == 0)) && echo "all checks passed"

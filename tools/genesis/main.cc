@@ -10,12 +10,14 @@
 #include "absl/strings/str_cat.h"
 #include "tools/genesis/command.h"
 #include "tools/genesis/info_command.h"
+#include "tools/genesis/replay_command.h"
 
 namespace genesis::cli {
 namespace {
 
 constexpr Command kCommands[] = {
     {"info", "devices, memory, peer access, versions, kernel self-test", RunInfo},
+    {"replay", "replay allocation traces through a pool: peak reserved / allocated", RunReplay},
 };
 
 std::string Usage() {

@@ -12,13 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "genesis/core/absl_compat.h"
 
 namespace genesis {
 namespace {
 
 // absl::string_view is not std::string_view in every abseil configuration (Debian's is
 // its own type), so convert explicitly at the boundary.
-absl::string_view ToAbsl(std::string_view s) { return {s.data(), s.size()}; }
 
 struct Unit {
   std::string_view name;  // Lower case; matched case-insensitively.

@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "genesis/core/absl_compat.h"
 
 namespace genesis {
 namespace {
@@ -20,7 +21,6 @@ constexpr char kCudaName[] = "cuda";
 
 // absl::string_view is not std::string_view in every abseil configuration
 // (e.g. Debian's), so convert explicitly at the boundary.
-absl::string_view ToAbsl(std::string_view s) { return {s.data(), s.size()}; }
 
 // Escaped so that control characters or quotes in hostile input cannot make
 // the error message misleading.

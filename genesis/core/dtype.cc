@@ -13,6 +13,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "genesis/core/absl_compat.h"
 
 namespace genesis {
 namespace {
@@ -28,7 +29,6 @@ constexpr std::pair<std::string_view, DType> kAliases[] = {
 
 // absl::string_view is not std::string_view in every abseil configuration
 // (e.g. Debian's), so convert explicitly at the boundary.
-absl::string_view ToAbsl(std::string_view s) { return {s.data(), s.size()}; }
 
 const DType* Lookup(std::string_view name) {
   for (const DType& dtype : kAllDTypes) {

@@ -1,5 +1,6 @@
 #include "genesis/memory/alloc_config.h"
 
+#include <bit>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "genesis/core/absl_compat.h"
 #include "genesis/core/byte_size.h"
 #include "genesis/memory/allocator_options.h"
 #include "genesis/memory/pinned_mode.h"
@@ -26,7 +28,6 @@ namespace {
 
 // absl::string_view is not std::string_view in every abseil configuration (Debian's is
 // its own type), so convert explicitly at the boundary.
-absl::string_view ToAbsl(std::string_view s) { return {s.data(), s.size()}; }
 
 std::string Quote(std::string_view s) {
   return absl::StrCat("'", absl::CHexEscape(ToAbsl(s)), "'");
@@ -84,7 +85,6 @@ absl::StatusOr<bool> ParseBool(std::string_view value) {
   return absl::InvalidArgumentError("expected true, false, 1 or 0");
 }
 
-bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
 using Setter = absl::Status (*)(std::string_view value, AllocConfig& config);
 
@@ -115,7 +115,7 @@ const Key kKeys[] = {
      [](std::string_view value, AllocConfig& config) {
        absl::StatusOr<size_t> bytes = ParseSize(value);
        if (!bytes.ok()) return bytes.status();
-       if (*bytes < 512 || !IsPowerOfTwo(*bytes)) {
+       if (*bytes < 512 || !std::has_single_bit(*bytes)) {
          return absl::InvalidArgumentError("must be a power of two >= 512");
        }
        config.options.block_rounding = *bytes;
@@ -135,7 +135,7 @@ const Key kKeys[] = {
          return absl::InvalidArgumentError("not an integer (expected 0, 1, 2, 4, ..., 64)");
        }
        if (divisions != 0 && (divisions < 0 || divisions > 64 ||
-                              !IsPowerOfTwo(static_cast<uint64_t>(divisions)))) {
+                              !std::has_single_bit(static_cast<uint64_t>(divisions)))) {
          return absl::InvalidArgumentError("must be 0 or a power of two <= 64");
        }
        config.options.roundup_power2_divisions = divisions;

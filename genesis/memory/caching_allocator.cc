@@ -26,6 +26,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "genesis/core/absl_compat.h"
+#include "genesis/core/byte_size.h"
 #include "genesis/core/status.h"
 
 namespace genesis::memory {
@@ -292,14 +294,15 @@ AllocatorEvent MakeEvent(AllocatorEventType type, size_t size, size_t requested,
   return e;
 }
 
+// Figures here are never negative (the stats' invariants); FormatByteSize takes unsigned.
+std::string Human(int64_t n) { return FormatByteSize(static_cast<uint64_t>(n)); }
+
 std::string Bytes(int64_t n) {
-  return absl::StrCat(n, " bytes (", HumanReadableBytes(n), ")");
+  return absl::StrCat(n, " bytes (", Human(n), ")");
 }
 
 std::string ToStd(absl::string_view s) { return std::string(s.data(), s.size()); }
-absl::string_view ToAbsl(std::string_view s) { return {s.data(), s.size()}; }
 
-bool IsPowerOfTwo(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 bool RoundUp(size_t n, size_t multiple, size_t* out) {
   size_t sum = 0;
@@ -1479,8 +1482,8 @@ std::string CachingAllocator::Impl::Summary() const {
   absl::StrAppend(&out, thin, "\n");
   auto row = [&out](const char* name, const MemoryStat& s) {
     absl::StrAppendFormat(&out, " %-30s | %11s | %11s | %11s | %11s\n", name,
-                          HumanReadableBytes(s.current), HumanReadableBytes(s.peak),
-                          HumanReadableBytes(s.allocated), HumanReadableBytes(s.freed));
+                          Human(s.current), Human(s.peak),
+                          Human(s.allocated), Human(s.freed));
   };
   auto group = [&](const char* name, MemoryStat PoolMemoryStats::*field) {
     row(name, st.all.*field);
@@ -1504,7 +1507,7 @@ std::string CachingAllocator::Impl::Summary() const {
   absl::StrAppendFormat(&out, " %-30s | %d OOMs, %d retries\n", "Out of memory",
                         st.num_ooms, st.num_alloc_retries);
   absl::StrAppendFormat(&out, " %-30s | %s, fragmentation %.2f\n", "Largest free block",
-                        HumanReadableBytes(st.largest_free_block),
+                        Human(st.largest_free_block),
                         st.fragmentation_ratio());
   absl::StrAppend(&out, rule, "\n");
   return out;
@@ -1558,7 +1561,7 @@ std::string CachingAllocator::Impl::OomMessageLocked(size_t bytes, size_t size,
       largest < static_cast<int64_t>(size) &&
       opt_.max_split_size == kNoLimit) {
     advice.push_back(absl::StrCat(
-        "cached memory (", HumanReadableBytes(cached),
+        "cached memory (", Human(cached),
         ") is fragmented into blocks too small for this request; setting "
         "max_split_size keeps large blocks from being split and can avoid this"));
   }
@@ -1600,7 +1603,7 @@ absl::Status CachingAllocator::ValidateOptions(const AllocatorOptions& o) {
   auto bad = [](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("AllocatorOptions: ", what));
   };
-  if (!IsPowerOfTwo(o.block_rounding) || o.block_rounding < 512) {
+  if (!std::has_single_bit(o.block_rounding) || o.block_rounding < 512) {
     return bad(absl::StrCat("block_rounding = ", o.block_rounding,
                             " must be a power of two >= 512"));
   }
@@ -1626,7 +1629,7 @@ absl::Status CachingAllocator::ValidateOptions(const AllocatorOptions& o) {
                             ") and >= large_segment_threshold (",
                             o.large_segment_threshold, ")"));
   }
-  if (!IsPowerOfTwo(o.large_segment_rounding) ||
+  if (!std::has_single_bit(o.large_segment_rounding) ||
       o.large_segment_rounding < o.block_rounding) {
     return bad(absl::StrCat("large_segment_rounding = ", o.large_segment_rounding,
                             " must be a power of two >= block_rounding (",
@@ -1634,7 +1637,7 @@ absl::Status CachingAllocator::ValidateOptions(const AllocatorOptions& o) {
   }
   if (o.roundup_power2_divisions != 0 &&
       (o.roundup_power2_divisions < 0 || o.roundup_power2_divisions > 64 ||
-       !IsPowerOfTwo(static_cast<size_t>(o.roundup_power2_divisions)))) {
+       !std::has_single_bit(static_cast<size_t>(o.roundup_power2_divisions)))) {
     return bad(absl::StrCat("roundup_power2_divisions = ", o.roundup_power2_divisions,
                             " must be 0 or a power of two <= 64"));
   }
@@ -1666,7 +1669,7 @@ absl::StatusOr<std::unique_ptr<CachingAllocator>> CachingAllocator::Create(
     return absl::InvalidArgumentError("CachingAllocator::Create: backend is null");
   }
   GENESIS_RETURN_IF_ERROR(ValidateOptions(options));
-  if (!IsPowerOfTwo(backend->alignment()) || backend->alignment() < 512) {
+  if (!std::has_single_bit(backend->alignment()) || backend->alignment() < 512) {
     return absl::InvalidArgumentError(absl::StrCat(
         "CachingAllocator::Create: backend ", ToStd(ToAbsl(backend->name())),
         " has alignment ", backend->alignment(), "; the pool needs a power of two >= 512"));

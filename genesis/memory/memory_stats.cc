@@ -53,17 +53,4 @@ std::map<std::string, int64_t> MemoryStats::ToMap() const {
   return out;
 }
 
-std::string HumanReadableBytes(int64_t bytes) {
-  const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  const int64_t magnitude = bytes < 0 ? -bytes : bytes;
-  if (magnitude < 1024) return absl::StrCat(bytes, " B");
-  double value = static_cast<double>(bytes) / 1024.0;
-  int unit = 0;
-  while ((value >= 1024.0 || value <= -1024.0) && unit < 5) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return absl::StrFormat("%.2f %s", value, kUnits[unit]);
-}
-
 }  // namespace genesis::memory

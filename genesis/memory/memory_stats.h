@@ -74,8 +74,6 @@ struct MemoryStats {
   std::map<std::string, int64_t> ToMap() const;
 };
 
-// "512 B", "1.50 KiB", "3.00 GiB": for messages and summaries.
-std::string HumanReadableBytes(int64_t bytes);
 
 }  // namespace genesis::memory
 

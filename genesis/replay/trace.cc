@@ -18,12 +18,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "genesis/core/absl_compat.h"
 
 namespace genesis::replay {
 namespace {
 
 // Debian's abseil has its own string_view; StrCat takes only that one.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
@@ -65,7 +65,7 @@ bool ParseHexOrDecimal(std::string_view s, uint64_t *value) {
 std::string Hex(uint64_t v) { return absl::StrCat("0x", absl::Hex(v)); }
 
 absl::Status LineError(std::string_view name, int line, std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(Av(name), ":", line, ": ", Av(what)));
+  return absl::InvalidArgumentError(absl::StrCat(ToAbsl(name), ":", line, ": ", ToAbsl(what)));
 }
 
 absl::StatusOr<std::string> ReadFileBytes(const std::string &path) {
@@ -242,22 +242,22 @@ absl::StatusOr<std::vector<TraceEvent>> ParseTrace(std::string_view text,
       e.action = TraceAction::kFreeCompleted;
     } else {
       return LineError(name, line_no,
-                       absl::StrCat("unknown action '", Av(f[0]),
+                       absl::StrCat("unknown action '", ToAbsl(f[0]),
                                     "' (expected alloc, free_requested or "
                                     "free_completed)"));
     }
     if (!ParseHexOrDecimal(f[1], &e.address)) {
       return LineError(name, line_no,
-                       absl::StrCat("bad address '", Av(f[1]),
+                       absl::StrCat("bad address '", ToAbsl(f[1]),
                                     "' (expected hex 0x... or decimal, below 2^64)"));
     }
     if (!f[2].empty() && f[2][0] == '-') {
-      return LineError(name, line_no, absl::StrCat("negative size '", Av(f[2]), "'"));
+      return LineError(name, line_no, absl::StrCat("negative size '", ToAbsl(f[2]), "'"));
     }
     if (!ParseUnsigned(f[2], 10, &e.size)) {
       return LineError(
           name, line_no,
-          absl::StrCat("bad size '", Av(f[2]), "' (expected decimal bytes)"));
+          absl::StrCat("bad size '", ToAbsl(f[2]), "' (expected decimal bytes)"));
     }
     if (e.size > kMaxTraceEventSize) {
       return LineError(name, line_no,
@@ -266,7 +266,7 @@ absl::StatusOr<std::vector<TraceEvent>> ParseTrace(std::string_view text,
     }
     if (!ParseHexOrDecimal(f[3], &e.stream)) {
       return LineError(name, line_no,
-                       absl::StrCat("bad stream '", Av(f[3]),
+                       absl::StrCat("bad stream '", ToAbsl(f[3]),
                                     "' (expected a non-negative decimal or 0x... hex)"));
     }
     auto it = live.find(e.address);
@@ -281,13 +281,13 @@ absl::StatusOr<std::vector<TraceEvent>> ParseTrace(std::string_view text,
     } else {
       if (it == live.end()) {
         return LineError(name, line_no,
-                         absl::StrCat(Av(TraceActionName(e.action)), " of ",
+                         absl::StrCat(ToAbsl(TraceActionName(e.action)), " of ",
                                       Hex(e.address), ", which is not live"));
       }
       if (e.size != 0 && e.size != it->second.size) {
         return LineError(
             name, line_no,
-            absl::StrCat(Av(TraceActionName(e.action)), " of ", Hex(e.address),
+            absl::StrCat(ToAbsl(TraceActionName(e.action)), " of ", Hex(e.address),
                          " with size ", e.size, ", but it was allocated with size ",
                          it->second.size, " at line ", it->second.line));
       }
@@ -312,7 +312,7 @@ std::string FormatTrace(const std::vector<TraceEvent> &events) {
   std::string out;
   out.reserve(events.size() * 40);
   for (const TraceEvent &e : events) {
-    absl::StrAppend(&out, Av(TraceActionName(e.action)), " 0x", absl::Hex(e.address), " ",
+    absl::StrAppend(&out, ToAbsl(TraceActionName(e.action)), " 0x", absl::Hex(e.address), " ",
                     e.size, " ", e.stream, "\n");
   }
   return out;

@@ -10,14 +10,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "genesis/core/absl_compat.h"
 
 namespace genesis::cuda::internal {
 
-// absl::string_view is not std::string_view in every abseil build (Debian's is its own
-// type), so std::string_view arguments are converted before reaching absl::StrCat.
-inline absl::string_view ToAbsl(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
+using ::genesis::ToAbsl;
 
 // The reason given everywhere the CPU-only build cannot do something.
 inline constexpr std::string_view kBuiltWithoutCuda =

@@ -1,4 +1,5 @@
-// Bridges between the standard library and the abseil genesis is built against.
+// Bridges between the standard library and the abseil genesis is built against, and
+// the quoting of user input in error messages.
 //
 // Debian's abseil (20220623) is configured with its own absl::string_view rather than an
 // alias of std::string_view, so a std::string_view does not convert to
@@ -7,14 +8,23 @@
 #ifndef GENESIS_CORE_ABSL_COMPAT_H_
 #define GENESIS_CORE_ABSL_COMPAT_H_
 
+#include <string>
 #include <string_view>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
 namespace genesis {
 
 // The same characters as an absl::string_view (no copy).
 inline absl::string_view ToAbsl(std::string_view s) { return {s.data(), s.size()}; }
+
+// `s` in single quotes with control characters and quotes escaped, for error messages
+// that repeat user input ("unknown dtype 'x'"): hostile input cannot make them mislead.
+inline std::string Quoted(std::string_view s) {
+  return absl::StrCat("'", absl::CHexEscape(ToAbsl(s)), "'");
+}
 
 }  // namespace genesis
 

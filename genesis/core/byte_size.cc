@@ -58,7 +58,7 @@ constexpr std::string_view kKnownUnits =
 absl::Status BadSize(std::string_view text, std::string_view reason) {
   // Escaped so that control characters or quotes in the input cannot garble the message.
   return absl::InvalidArgumentError(absl::StrCat(
-      "invalid byte size '", absl::CHexEscape(ToAbsl(text)), "': ", ToAbsl(reason)));
+      "invalid byte size ", Quoted(text), ": ", ToAbsl(reason)));
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -135,11 +135,11 @@ absl::StatusOr<uint64_t> ParseByteSize(std::string_view text) {
   }
   if (unit == nullptr) {
     if (!absl::ascii_isalpha(static_cast<unsigned char>(unit_text.front()))) {
-      return BadSize(text, absl::StrCat("unexpected '", absl::CHexEscape(ToAbsl(unit_text)),
-                                        "' after the number ", ToAbsl(number)));
+      return BadSize(text, absl::StrCat("unexpected ", Quoted(unit_text),
+                                        " after the number ", ToAbsl(number)));
     }
-    return BadSize(text, absl::StrCat("unknown unit '", absl::CHexEscape(ToAbsl(unit_text)),
-                                      "' (known units: ", ToAbsl(kKnownUnits), ")"));
+    return BadSize(text, absl::StrCat("unknown unit ", Quoted(unit_text),
+                                      " (known units: ", ToAbsl(kKnownUnits), ")"));
   }
 
   const std::string too_large =

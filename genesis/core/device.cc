@@ -22,15 +22,9 @@ constexpr char kCudaName[] = "cuda";
 // absl::string_view is not std::string_view in every abseil configuration
 // (e.g. Debian's), so convert explicitly at the boundary.
 
-// Escaped so that control characters or quotes in hostile input cannot make
-// the error message misleading.
-std::string Quote(std::string_view s) {
-  return absl::StrCat("'", absl::CHexEscape(ToAbsl(s)), "'");
-}
-
 absl::Status BadDevice(std::string_view text, std::string_view reason) {
   return absl::InvalidArgumentError(absl::StrCat(
-      "invalid device string ", Quote(text), ": ", ToAbsl(reason)));
+      "invalid device string ", Quoted(text), ": ", ToAbsl(reason)));
 }
 
 // Parses a CUDA index: decimal digits only, no leading zeros, <= kMaxIndex.
@@ -82,7 +76,7 @@ absl::StatusOr<Device> Device::Parse(std::string_view text) {
   }
 
   std::string message =
-      absl::StrCat("unknown device type ", Quote(type), " in ", Quote(text),
+      absl::StrCat("unknown device type ", Quoted(type), " in ", Quoted(text),
                    ": expected 'cpu', 'cuda' or 'cuda:N'");
   const std::string lower = absl::AsciiStrToLower(ToAbsl(type));
   if (lower == kCpuName || lower == kCudaName) {

@@ -48,7 +48,7 @@ absl::StatusOr<DType> ParseDType(std::string_view name) {
   // Escaped so that control characters or quotes in hostile input cannot make
   // the error message misleading.
   std::string message = absl::StrCat(
-      "unknown dtype '", absl::CHexEscape(ToAbsl(name)), "': expected one of ");
+      "unknown dtype ", Quoted(name), ": expected one of ");
   for (size_t i = 0; i < kAllDTypes.size(); ++i) {
     absl::StrAppend(&message, i == 0 ? "" : ", ",
                     ToAbsl(DTypeName(kAllDTypes[i])));

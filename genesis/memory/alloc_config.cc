@@ -29,10 +29,6 @@ namespace {
 // absl::string_view is not std::string_view in every abseil configuration (Debian's is
 // its own type), so convert explicitly at the boundary.
 
-std::string Quote(std::string_view s) {
-  return absl::StrCat("'", absl::CHexEscape(ToAbsl(s)), "'");
-}
-
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
 // Blanks (space, tab) trimmed; `offset` advanced past the leading ones.
@@ -184,7 +180,7 @@ const Key kKeys[] = {
            absl::StatusOr<size_t> bytes = ParsePositiveSize(part);
            if (!bytes.ok()) {
              return absl::InvalidArgumentError(
-                 absl::StrCat("size ", sizes.size() + 1, " ", Quote(part), ": ",
+                 absl::StrCat("size ", sizes.size() + 1, " ", Quoted(part), ": ",
                               bytes.status().message(),
                               " (expected sizes joined by '+', e.g. 64MiB+1GiB, or none)"));
            }
@@ -271,7 +267,7 @@ absl::StatusOr<AllocConfig> ParseAllocConfig(std::string_view text, AllocConfig 
     }
     const size_t colon = entry.find(':');
     if (colon == std::string_view::npos) {
-      return Error(column, absl::StrCat("entry ", Quote(entry),
+      return Error(column, absl::StrCat("entry ", Quoted(entry),
                                         " has no ':'; expected key:value"));
     }
     size_t key_column = column;
@@ -279,27 +275,27 @@ absl::StatusOr<AllocConfig> ParseAllocConfig(std::string_view text, AllocConfig 
     size_t value_column = column + colon + 1;
     const std::string_view value = Trim(entry.substr(colon + 1), &value_column);
     if (key.empty()) {
-      return Error(column, absl::StrCat("entry ", Quote(entry), " has no key before ':'"));
+      return Error(column, absl::StrCat("entry ", Quoted(entry), " has no key before ':'"));
     }
     size_t index = 0;
     while (index < kKeyCount && kKeys[index].name != key) ++index;
     if (index == kKeyCount) {
-      return Error(key_column, absl::StrCat("unknown key ", Quote(key),
+      return Error(key_column, absl::StrCat("unknown key ", Quoted(key),
                                             " (valid keys: ", ValidKeys(), ")"));
     }
     if (value.empty()) {
-      return Error(key_column, absl::StrCat("key ", Quote(key), " has no value"));
+      return Error(key_column, absl::StrCat("key ", Quoted(key), " has no value"));
     }
     if (seen_at[index] != 0) {
       return Error(key_column,
-                   absl::StrCat("key ", Quote(key), " (value ", Quote(value),
+                   absl::StrCat("key ", Quoted(key), " (value ", Quoted(value),
                                 ") is already set at column ", seen_at[index],
                                 "; each key may appear once"));
     }
     seen_at[index] = key_column;
     if (absl::Status status = kKeys[index].set(value, config); !status.ok()) {
-      return Error(value_column, absl::StrCat("bad value ", Quote(value), " for key ",
-                                              Quote(key), ": ", status.message()));
+      return Error(value_column, absl::StrCat("bad value ", Quoted(value), " for key ",
+                                              Quoted(key), ": ", status.message()));
     }
     if (comma == std::string_view::npos) break;
     start = comma + 1;
@@ -314,7 +310,7 @@ absl::StatusOr<AllocConfig> AllocConfigFromEnvironment() {
   absl::StatusOr<AllocConfig> config = ParseAllocConfig(value);
   if (!config.ok()) {
     return absl::Status(config.status().code(),
-                        absl::StrCat(name, "=", Quote(value), ": ", config.status().message()));
+                        absl::StrCat(name, "=", Quoted(value), ": ", config.status().message()));
   }
   return config;
 }

@@ -301,7 +301,6 @@ std::string Bytes(int64_t n) {
   return absl::StrCat(n, " bytes (", Human(n), ")");
 }
 
-std::string ToStd(absl::string_view s) { return std::string(s.data(), s.size()); }
 
 
 bool RoundUp(size_t n, size_t multiple, size_t* out) {
@@ -1010,12 +1009,12 @@ absl::StatusOr<Block*> CachingAllocator::Impl::NewSegmentLocked(size_t segment_s
   if (!ptr.ok()) {
     if (absl::IsResourceExhausted(ptr.status())) {
       why->limit_hit = false;
-      why->backend_message = ToStd(ptr.status().message());
+      why->backend_message = std::string(ptr.status().message());
       return ptr.status();
     }
     return Annotate(ptr.status(), absl::StrCat("allocating a segment of ", segment_size,
                                                " bytes from ",
-                                               ToStd(ToAbsl(backend_->name()))));
+                                               ToAbsl(backend_->name())));
   }
   auto* s = new Segment;
   s->ptr = static_cast<char*>(*ptr);
@@ -1538,7 +1537,7 @@ std::string CachingAllocator::Impl::OomMessageLocked(size_t bytes, size_t size,
                     Bytes(info->total_bytes), " total. ");
   } else {
     absl::StrAppend(&msg, "the device's free and total memory are unknown (",
-                    ToStd(info.status().message()), "). ");
+                    info.status().message(), "). ");
   }
   absl::StrAppendFormat(&msg, "Largest free block: %s; fragmentation ratio %.2f. ",
                         Bytes(largest), fragmentation);
@@ -1671,7 +1670,7 @@ absl::StatusOr<std::unique_ptr<CachingAllocator>> CachingAllocator::Create(
   GENESIS_RETURN_IF_ERROR(ValidateOptions(options));
   if (!std::has_single_bit(backend->alignment()) || backend->alignment() < 512) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "CachingAllocator::Create: backend ", ToStd(ToAbsl(backend->name())),
+        "CachingAllocator::Create: backend ", ToAbsl(backend->name()),
         " has alignment ", backend->alignment(), "; the pool needs a power of two >= 512"));
   }
   size_t total = 0;

@@ -208,6 +208,18 @@ const Key kKeys[] = {
      [](std::string_view value, AllocConfig& config) {
        return Assign(value, ParseBool, config.options.adaptive_caching);
      }},
+    {"expandable_segments",
+     [](std::string_view value, AllocConfig& config) {
+       if (value == "auto") {
+         config.options.expandable_segments = ExpandableSegments::kAuto;
+         return absl::OkStatus();
+       }
+       absl::StatusOr<bool> on = ParseBool(value);
+       if (!on.ok()) return absl::InvalidArgumentError("expected auto, true or false");
+       config.options.expandable_segments =
+           *on ? ExpandableSegments::kOn : ExpandableSegments::kOff;
+       return absl::OkStatus();
+     }},
     {"pinned_mode",
      [](std::string_view value, AllocConfig& config) {
        if (value == PinnedModeName(PinnedMode::kAlloc)) {
@@ -337,6 +349,10 @@ std::string FormatAllocConfig(const AllocConfig& config) {
       ",thread_cache_blocks:", o.thread_cache_blocks,
       ",thread_cache_bytes:", FormatByteSizeExact(o.thread_cache_bytes),
       ",adaptive_caching:", o.adaptive_caching ? "true" : "false",
+      ",expandable_segments:",
+      o.expandable_segments == ExpandableSegments::kAuto ? "auto"
+      : o.expandable_segments == ExpandableSegments::kOn ? "true"
+                                                         : "false",
       ",pinned_mode:", ToAbsl(PinnedModeName(config.pinned_mode)));
 }
 

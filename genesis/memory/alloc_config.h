@@ -30,6 +30,7 @@
 // | thread_cache_blocks          | integer in [0, 1024] (0: off)        | 8       |
 // | thread_cache_bytes           | size > 0                             | 64MiB   |
 // | adaptive_caching             | true, false, 1 or 0                  | true    |
+// | expandable_segments          | auto, true, false, 1 or 0            | auto    |
 // | pinned_mode                  | alloc or register                    | alloc   |
 //
 // What they mean:
@@ -57,6 +58,10 @@
 //   thread_cache_bytes            at most this many bytes in one thread's cache.
 //   adaptive_caching              keep segments of sizes that recur; release the others
 //                                 first.
+//   expandable_segments           large blocks in one virtual address range per stream
+//                                 that grows in place (auto: where the backend offers
+//                                 virtual memory; true: required; false: classic
+//                                 segments only).
 //   pinned_mode                   how the pinned host pool gets memory: cudaHostAlloc
 //                                 (alloc) or malloc + cudaHostRegister (register).
 //

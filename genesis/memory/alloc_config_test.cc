@@ -37,6 +37,7 @@ void ExpectSameConfig(const AllocConfig& a, const AllocConfig& b) {
   EXPECT_EQ(x.thread_cache_blocks, y.thread_cache_blocks);
   EXPECT_EQ(x.thread_cache_bytes, y.thread_cache_bytes);
   EXPECT_EQ(x.adaptive_caching, y.adaptive_caching);
+  EXPECT_EQ(x.expandable_segments, y.expandable_segments);
   EXPECT_EQ(a.pinned_mode, b.pinned_mode);
 }
 
@@ -71,8 +72,9 @@ TEST(ParseAllocConfigTest, TheReadmeExample) {
   const AllocConfig config = Parsed(
       "max_split_size:256MiB,cache_limit:2GB,memory_fraction:0.8,"
       "garbage_collection_threshold:0.6,roundup_power2_divisions:4,warm_up:64MiB+1GiB,"
-      "adaptive_caching:false,pinned_mode:register");
+      "adaptive_caching:false,pinned_mode:register,expandable_segments:false");
   AllocConfig expected;
+  expected.options.expandable_segments = ExpandableSegments::kOff;
   expected.options.max_split_size = 256 * kMiB;
   expected.options.cache_limit = 2'000'000'000;
   expected.options.memory_fraction = 0.8;
@@ -212,6 +214,12 @@ TEST(ParseAllocConfigTest, UnknownKeyListsTheValidOnes) {
   }
   // Keys are case-sensitive.
   EXPECT_TRUE(Contains(ErrorOf("Cache_Limit:1GiB"), "unknown key"));
+  EXPECT_TRUE(Contains(ErrorOf("expandable_segments:yes"), "expected auto, true or false"));
+  EXPECT_EQ(Parsed("expandable_segments:true").options.expandable_segments,
+            ExpandableSegments::kOn);
+  EXPECT_EQ(Parsed("expandable_segments:auto", Parsed("expandable_segments:0"))
+                .options.expandable_segments,
+            ExpandableSegments::kAuto);
 }
 
 TEST(ParseAllocConfigTest, DuplicateKeys) {
@@ -242,7 +250,8 @@ TEST(FormatAllocConfigTest, Defaults) {
             "large_segment_size:20MiB,large_segment_threshold:10MiB,"
             "large_segment_rounding:2MiB,roundup_power2_divisions:0,max_split_size:none,"
             "memory_fraction:1,cache_limit:none,garbage_collection_threshold:0,"
-            "warm_up:none,thread_cache_blocks:8,thread_cache_bytes:64MiB,adaptive_caching:true,pinned_mode:alloc");
+            "warm_up:none,thread_cache_blocks:8,thread_cache_bytes:64MiB,adaptive_caching:true,"
+            "expandable_segments:auto,pinned_mode:alloc");
 }
 
 TEST(FormatAllocConfigTest, RoundTripsWhateverTheBase) {

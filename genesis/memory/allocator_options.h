@@ -15,6 +15,13 @@ namespace genesis::memory {
 inline constexpr size_t kMiB = size_t{1} << 20;
 inline constexpr size_t kNoLimit = std::numeric_limits<size_t>::max();
 
+// Whether large blocks live in expandable segments (see virtual_memory.h).
+enum class ExpandableSegments {
+  kAuto,  // Where the backend offers virtual memory; classic segments elsewhere.
+  kOn,    // Always: creating a pool over a backend without virtual memory fails.
+  kOff,   // Never: classic segments only.
+};
+
 struct AllocatorOptions {
   // Every block size is a multiple of this (a power of two, >= 512).
   size_t block_rounding = 512;
@@ -55,6 +62,14 @@ struct AllocatorOptions {
   // on EmptyCache, Compact, before an allocation would fail, and when the thread exits.
   int thread_cache_blocks = 8;
   size_t thread_cache_bytes = 64 * kMiB;
+  // Large blocks in expandable segments: one virtual address range per stream, mapped
+  // chunk by chunk where blocks need memory. A request no free block fits grows a free
+  // neighbour in place; when that would raise the pool's reserved memory above its
+  // high-water mark, free chunks elsewhere are unmapped first and their memory mapped
+  // where it is needed, so peaks follow allocated memory closely while a steady loop,
+  // which stays under its high-water mark, maps and unmaps nothing. max_split_size and
+  // the large segment sizes do not apply to them.
+  ExpandableSegments expandable_segments = ExpandableSegments::kAuto;
 };
 
 }  // namespace genesis::memory

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "genesis/core/device.h"
+#include "genesis/memory/virtual_memory.h"
 
 namespace genesis::memory {
 
@@ -57,6 +58,10 @@ class Backend {
   virtual size_t alignment() const = 0;
   // A short name for messages and summaries, e.g. "cuda:0 device (cudaMalloc)".
   virtual std::string_view name() const = 0;
+
+  // The backend's virtual memory, for expandable segments, or nullptr when it has none
+  // (the default) and pools use classic segments only. Owned by the backend.
+  virtual VirtualMemory* virtual_memory() { return nullptr; }
 };
 
 }  // namespace genesis::memory

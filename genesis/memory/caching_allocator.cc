@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,12 +60,15 @@ enum Counter {
   kNumAllocRetries,
   kNumSegmentAllocs,
   kNumSegmentFrees,
+  kNumMaps,
+  kNumUnmaps,
   kNumCounters,
 };
 
-// kFree means "in a free set" and changes only under the pool lock; the other states are
-// also written by the lock-free fast path, hence the atomic.
-enum class State : uint8_t { kAllocated, kFree, kPending, kThreadCached };
+// kFree means "in a free set" and kUnmapped "address space of an expandable segment with
+// no memory behind it" (in the unmapped set); both change only under the pool lock. The
+// other states are also written by the lock-free fast path, hence the atomic.
+enum class State : uint8_t { kAllocated, kFree, kPending, kThreadCached, kUnmapped };
 
 struct Segment;
 
@@ -100,7 +104,15 @@ struct Segment {
   int pool = kSmall;
   Block* head = nullptr;
   uint64_t last_used = 0;
+  // An address range of virtual memory, mapped where its blocks are not kUnmapped.
+  // Unmapped blocks start and end on chunk boundaries, so the mapped blocks cover
+  // whole chunks.
+  bool expandable = false;
 };
+
+// A block that does not span its segment keeps the segment from being released whole.
+// Every block of an expandable segment counts as such.
+bool IsSplit(const Block* b) { return b->segment->expandable || b->size != b->segment->size; }
 
 struct FreeKey {
   StreamId stream;
@@ -312,6 +324,20 @@ bool RoundUp(size_t n, size_t multiple, size_t* out) {
 
 struct Registry;
 
+VirtualMemory* ChooseVirtualMemory(Backend& backend, const AllocatorOptions& options) {
+  return options.expandable_segments == ExpandableSegments::kOff ? nullptr
+                                                                 : backend.virtual_memory();
+}
+
+// Address space per expandable range: the backend's memory and an eighth more, so a
+// range rarely runs out before the memory does (another range is reserved if it does).
+size_t ReservationSize(size_t total_bytes, size_t chunk) {
+  if (chunk == 0) return 0;
+  const size_t want = total_bytes == 0 ? size_t{1} << 40 : total_bytes + total_bytes / 8;
+  size_t rounded = 0;
+  return RoundUp(want, chunk, &rounded) ? rounded : want / chunk * chunk;
+}
+
 }  // namespace
 
 // The pool. CachingAllocator forwards to it so the header stays free of internals.
@@ -337,6 +363,7 @@ class CachingAllocator::Impl {
 
   const Backend& backend() const { return *backend_; }
   const AllocatorOptions& options() const { return opt_; }
+  bool expandable() const { return vm_ != nullptr; }
 
   // Takes back the blocks of a thread's cache when the thread exits. The caller holds
   // registry_->mu and has checked that this pool is alive.
@@ -409,9 +436,42 @@ class CachingAllocator::Impl {
                                                 OomReason* why, bool* hit);
   Block* FindFreeLocked(int pool, StreamId stream, size_t size);
   void TakeBlockLocked(Block* b, size_t size, size_t requested);
+  // Cuts `b` (in no set) at `offset` (0 < offset < size); returns the new block that
+  // holds the rest, in the same state, in no set.
+  Block* SplitLocked(Block* b, size_t offset);
   absl::StatusOr<Block*> NewSegmentLocked(size_t segment_size, int pool,
                                           StreamId stream, Sink* sink, OomReason* why);
   void ReleaseSegmentLocked(Segment* s, Sink* sink);
+
+  // Expandable segments (vm_ != nullptr).
+  // A free mapped block of at least `size` for `stream`, made by mapping memory next to
+  // (or between) free blocks, in a new address range if no range has room.
+  absl::StatusOr<Block*> ExpandLocked(size_t size, StreamId stream, Sink* sink,
+                                      OomReason* why);
+  absl::StatusOr<Segment*> NewReservationLocked(size_t min_bytes, StreamId stream,
+                                                Sink* sink);
+  // Maps [begin, end) (chunk-aligned) of the unmapped block `u`; returns the free
+  // mapped block that holds it after merging with free neighbours.
+  absl::StatusOr<Block*> MapLocked(Block* u, char* begin, char* end, Sink* sink);
+  // Unmaps up to `max_bytes` (rounded up to chunks) of the chunks that lie wholly
+  // inside the free block `b`, from its end; returns the bytes unmapped.
+  size_t UnmapInteriorLocked(Block* b, size_t max_bytes, Sink* sink);
+  // Puts the unmapped block `u` (in no set) into the unmapped set, merged with
+  // unmapped neighbours.
+  void InsertUnmappedLocked(Block* u);
+  // Unmaps free chunks outside `keep` (blocks about to be used), largest free blocks
+  // first, until `bytes` are unmapped, `done()`, or none is left; returns the bytes
+  // unmapped.
+  size_t UnmapIdleChunksLocked(size_t bytes, const std::function<bool()>& done,
+                               std::initializer_list<const Block*> keep, Sink* sink);
+  // Space for a new block of `size` in `pool`: a new classic segment, or mapped memory
+  // in an expandable segment. Returns a free block that can be taken from its start.
+  absl::StatusOr<Block*> NewSpaceLocked(size_t size, size_t segment_size, int pool,
+                                        StreamId stream, Sink* sink, OomReason* why);
+  // Gives back address ranges with nothing mapped.
+  void ReleaseEmptyReservationsLocked();
+  // Unmaps what is mapped in `s` and gives the range back (destruction).
+  void DestroyExpandableSegmentLocked(Segment* s);
   // Releases fully free segments (non-recurring sizes first with adaptive caching,
   // least recently used first) until `done()` or none is left.
   void ReleaseFreeSegmentsLocked(const std::function<bool()>& done, Sink* sink);
@@ -423,7 +483,8 @@ class CachingAllocator::Impl {
   Block* NewBlockLocked();
   void RecycleBlockLocked(Block* b);
   void EraseFreeLocked(Block* b);
-  void FreeAndMergeLocked(Block* b);
+  // Inserts `b` into its free set, merged with free neighbours; returns the result.
+  Block* FreeAndMergeLocked(Block* b);
   absl::Status ProcessEventsLocked(bool wait);
   int64_t LargestFreeBlockLocked() const;
   std::string OomMessageLocked(size_t bytes, size_t size, size_t segment_size,
@@ -432,6 +493,10 @@ class CachingAllocator::Impl {
   const std::unique_ptr<Backend> backend_;
   const AllocatorOptions opt_;
   const std::unique_ptr<StreamEvents> events_;
+  // The backend's virtual memory when large blocks live in expandable segments.
+  VirtualMemory* const vm_;
+  const size_t chunk_;          // vm_->granularity().
+  const size_t reservation_;    // Bytes of address space reserved per range.
   const size_t total_bytes_;
   const size_t allowed_max_;  // kNoLimit unless memory_fraction < 1.
   const uint64_t id_;
@@ -454,6 +519,11 @@ class CachingAllocator::Impl {
   absl::flat_hash_set<Segment*> fully_free_;
   std::vector<std::pair<EventId, Block*>> pending_;
   absl::flat_hash_map<size_t, int64_t> segment_size_count_;
+  // Unmapped blocks of expandable segments, by stream, size and address.
+  std::set<Block*, BlockLess> unmapped_;
+  // The most reserved memory so far: below it, expandable segments map new memory
+  // freely; above it they unmap idle chunks elsewhere first.
+  int64_t reserved_high_water_ = 0;
   uint64_t tick_ = 0;
   std::vector<Block*> spare_blocks_;
 
@@ -506,6 +576,9 @@ CachingAllocator::Impl::Impl(std::unique_ptr<Backend> backend, AllocatorOptions 
     : backend_(std::move(backend)),
       opt_(std::move(options)),
       events_(std::move(events)),
+      vm_(ChooseVirtualMemory(*backend_, opt_)),
+      chunk_(vm_ != nullptr ? vm_->granularity() : 0),
+      reservation_(ReservationSize(total_bytes, chunk_)),
       total_bytes_(total_bytes),
       allowed_max_(opt_.memory_fraction < 1.0
                        ? static_cast<size_t>(opt_.memory_fraction *
@@ -534,7 +607,11 @@ CachingAllocator::Impl::~Impl() {
   }
   pending_.clear();
   for (auto& [addr, s] : segments_) {
-    backend_->FreeSegment(s->ptr, s->size);
+    if (s->expandable) {
+      DestroyExpandableSegmentLocked(s);
+    } else {
+      backend_->FreeSegment(s->ptr, s->size);
+    }
     for (Block* b = s->head; b != nullptr;) {
       Block* next = b->next;
       delete b;
@@ -648,6 +725,8 @@ MemoryStats CachingAllocator::Impl::Stats() const {
   out.num_alloc_retries = counters[kNumAllocRetries];
   out.num_segment_allocs = counters[kNumSegmentAllocs];
   out.num_segment_frees = counters[kNumSegmentFrees];
+  out.num_maps = counters[kNumMaps];
+  out.num_unmaps = counters[kNumUnmaps];
   out.num_segments = num_segments_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   out.largest_free_block = LargestFreeBlockLocked();
@@ -749,7 +828,7 @@ Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream, size_t req
   const int64_t s = static_cast<int64_t>(b->size);
   t.popped += s;
   t.requested_popped += static_cast<int64_t>(requested);
-  if (b->size != b->segment->size) t.split_popped += s;
+  if (IsSplit(b)) t.split_popped += s;
   ++t.num_popped;
   for (Gauge g : {kAllocatedBytes, kActiveBytes, kRequestedBytes}) RaisePeak(g, b->pool, *cache);
   return b;
@@ -827,7 +906,7 @@ bool CachingAllocator::Impl::CachePushLocked(ThreadCache& cache, Block* b,
   t.pushed += size;
   t.requested_pushed += static_cast<int64_t>(requested);
   // A cached block that does not span its segment keeps the segment split.
-  if (b->size != b->segment->size) t.split_pushed += size;
+  if (IsSplit(b)) t.split_pushed += size;
   ++t.num_pushed;
   for (Gauge g : {kCachedBytes, kInactiveSplitBytes}) RaisePeak(g, b->pool, cache);
   return true;
@@ -869,9 +948,7 @@ void CachingAllocator::Impl::AdoptExitingThreadCache(
 void CachingAllocator::Impl::ReturnCachedBlocksLocked(const std::vector<Block*>& blocks) {
   for (Block* b : blocks) {
     Unregister(b);
-    if (b->size != b->segment->size) {
-      AddGauge(kInactiveSplitBytes, b->pool, -static_cast<int64_t>(b->size));
-    }
+    if (IsSplit(b)) AddGauge(kInactiveSplitBytes, b->pool, -static_cast<int64_t>(b->size));
     FreeAndMergeLocked(b);
   }
 }
@@ -881,7 +958,7 @@ void CachingAllocator::Impl::ReturnCachedBlocksLocked(const std::vector<Block*>&
 void CachingAllocator::Impl::InsertFreeLocked(Block* b) {
   b->state.store(State::kFree, std::memory_order_relaxed);
   free_[b->pool].insert(b);
-  if (b->prev != nullptr || b->next != nullptr) {
+  if (IsSplit(b)) {
     AddGauge(kInactiveSplitBytes, b->pool, static_cast<int64_t>(b->size));
   } else {
     fully_free_.insert(b->segment);
@@ -890,7 +967,7 @@ void CachingAllocator::Impl::InsertFreeLocked(Block* b) {
 
 void CachingAllocator::Impl::EraseFreeLocked(Block* b) {
   free_[b->pool].erase(b);
-  if (b->prev != nullptr || b->next != nullptr) {
+  if (IsSplit(b)) {
     AddGauge(kInactiveSplitBytes, b->pool, -static_cast<int64_t>(b->size));
   } else {
     fully_free_.erase(b->segment);
@@ -920,7 +997,7 @@ void CachingAllocator::Impl::RecycleBlockLocked(Block* b) {
   spare_blocks_.push_back(b);
 }
 
-void CachingAllocator::Impl::FreeAndMergeLocked(Block* b) {
+Block* CachingAllocator::Impl::FreeAndMergeLocked(Block* b) {
   if (Block* prev = b->prev;
       prev != nullptr && prev->state.load(std::memory_order_relaxed) == State::kFree) {
     EraseFreeLocked(prev);
@@ -940,6 +1017,7 @@ void CachingAllocator::Impl::FreeAndMergeLocked(Block* b) {
   }
   InsertFreeLocked(b);
   b->segment->last_used = ++tick_;
+  return b;
 }
 
 Block* CachingAllocator::Impl::FindFreeLocked(int pool, StreamId stream, size_t size) {
@@ -947,7 +1025,7 @@ Block* CachingAllocator::Impl::FindFreeLocked(int pool, StreamId stream, size_t 
   auto it = set.lower_bound(FreeKey{stream, size, nullptr});
   if (it == set.end() || (*it)->stream != stream) return nullptr;
   Block* b = *it;
-  if (pool == kLarge && opt_.max_split_size != kNoLimit) {
+  if (pool == kLarge && opt_.max_split_size != kNoLimit && !b->segment->expandable) {
     // Like PyTorch: small requests do not eat oversize (unsplittable) blocks, and large
     // requests take an oversize block only if little of it is wasted.
     if (size < opt_.max_split_size && b->size > opt_.max_split_size) return nullptr;
@@ -961,24 +1039,14 @@ Block* CachingAllocator::Impl::FindFreeLocked(int pool, StreamId stream, size_t 
 void CachingAllocator::Impl::TakeBlockLocked(Block* b, size_t size, size_t requested) {
   EraseFreeLocked(b);
   const size_t remaining = b->size - size;
-  const bool split = b->pool == kSmall
+  // Large blocks keep small remainders (they would only fragment the large pool),
+  // except in expandable segments, where the remainder shares mapped chunks with its
+  // neighbours anyway and merges with the next mapping.
+  const bool split = b->pool == kSmall || b->segment->expandable
                          ? remaining >= opt_.block_rounding
                          : remaining > opt_.small_size_limit &&
                                b->size <= opt_.max_split_size;
-  if (split) {
-    Block* rest = NewBlockLocked();
-    rest->ptr = b->ptr + size;
-    rest->size = remaining;
-    rest->stream = b->stream;
-    rest->pool = b->pool;
-    rest->segment = b->segment;
-    rest->prev = b;
-    rest->next = b->next;
-    if (b->next != nullptr) b->next->prev = rest;
-    b->next = rest;
-    b->size = size;
-    InsertFreeLocked(rest);
-  }
+  if (split) InsertFreeLocked(SplitLocked(b, size));
   b->alloc_seq.store(b->alloc_seq.load(std::memory_order_relaxed) + 1,
                      std::memory_order_relaxed);
   b->state.store(State::kAllocated, std::memory_order_relaxed);
@@ -990,6 +1058,22 @@ void CachingAllocator::Impl::TakeBlockLocked(Block* b, size_t size, size_t reque
   AddGauge(kActiveBytes, b->pool, s);
   AddGauge(kRequestedBytes, b->pool, static_cast<int64_t>(requested));
   Count(kNumAllocations);
+}
+
+Block* CachingAllocator::Impl::SplitLocked(Block* b, size_t offset) {
+  Block* rest = NewBlockLocked();
+  rest->ptr = b->ptr + offset;
+  rest->size = b->size - offset;
+  rest->stream = b->stream;
+  rest->pool = b->pool;
+  rest->segment = b->segment;
+  rest->state.store(b->state.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  rest->prev = b;
+  rest->next = b->next;
+  if (b->next != nullptr) b->next->prev = rest;
+  b->next = rest;
+  b->size = offset;
+  return rest;
 }
 
 // ----- Segments -----
@@ -1061,7 +1145,12 @@ void CachingAllocator::Impl::ReleaseSegmentLocked(Segment* s, Sink* sink) {
 
 void CachingAllocator::Impl::ReleaseFreeSegmentsLocked(const std::function<bool()>& done,
                                                        Sink* sink) {
-  if (fully_free_.empty() || done()) return;
+  if (done()) return;
+  if (expandable()) {
+    UnmapIdleChunksLocked(kNoLimit, done, {}, sink);
+    if (!done()) ReleaseEmptyReservationsLocked();
+  }
+  if (fully_free_.empty()) return;
   std::vector<Segment*> order(fully_free_.begin(), fully_free_.end());
   auto recurring = [this](const Segment* s) {
     if (!opt_.adaptive_caching) return 0;
@@ -1098,6 +1187,257 @@ void CachingAllocator::Impl::CollectGarbageLocked(size_t segment_size, Sink* sin
                threshold;
       },
       sink);
+}
+
+// ----- Expandable segments -----
+
+absl::StatusOr<Segment*> CachingAllocator::Impl::NewReservationLocked(size_t min_bytes,
+                                                                      StreamId stream,
+                                                                      Sink* sink) {
+  size_t bytes = 0;
+  if (!RoundUp(std::max(min_bytes, reservation_), chunk_, &bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Allocate: size ", min_bytes, " overflows when rounded up to chunks of ", chunk_,
+        " bytes"));
+  }
+  absl::StatusOr<void*> base = vm_->Reserve(bytes);
+  if (!base.ok()) {
+    return Annotate(base.status(), absl::StrCat("reserving ", bytes,
+                                                " bytes of address space from ",
+                                                ToAbsl(backend_->name())));
+  }
+  auto* s = new Segment;
+  s->ptr = static_cast<char*>(*base);
+  s->size = bytes;
+  s->stream = stream;
+  s->pool = kLarge;
+  s->expandable = true;
+  Block* u = NewBlockLocked();
+  u->ptr = s->ptr;
+  u->size = bytes;
+  u->stream = stream;
+  u->pool = kLarge;
+  u->segment = s;
+  s->head = u;
+  segments_[reinterpret_cast<uintptr_t>(s->ptr)] = s;
+  num_segments_.fetch_add(1, std::memory_order_relaxed);
+  Count(kNumSegmentAllocs);
+  InsertUnmappedLocked(u);
+  return s;
+}
+
+void CachingAllocator::Impl::InsertUnmappedLocked(Block* u) {
+  u->state.store(State::kUnmapped, std::memory_order_relaxed);
+  if (Block* prev = u->prev;
+      prev != nullptr && prev->state.load(std::memory_order_relaxed) == State::kUnmapped) {
+    unmapped_.erase(prev);
+    prev->size += u->size;
+    prev->next = u->next;
+    if (u->next != nullptr) u->next->prev = prev;
+    RecycleBlockLocked(u);
+    u = prev;
+  }
+  if (Block* next = u->next;
+      next != nullptr && next->state.load(std::memory_order_relaxed) == State::kUnmapped) {
+    unmapped_.erase(next);
+    u->size += next->size;
+    u->next = next->next;
+    if (next->next != nullptr) next->next->prev = u;
+    RecycleBlockLocked(next);
+  }
+  unmapped_.insert(u);
+}
+
+absl::StatusOr<Block*> CachingAllocator::Impl::MapLocked(Block* u, char* begin, char* end,
+                                                         Sink* sink) {
+  const size_t bytes = static_cast<size_t>(end - begin);
+  GENESIS_RETURN_IF_ERROR(vm_->Map(begin, bytes));
+  unmapped_.erase(u);
+  Block* mapped = u;
+  if (begin > u->ptr) {
+    mapped = SplitLocked(u, static_cast<size_t>(begin - u->ptr));
+    unmapped_.insert(u);
+  }
+  if (end < mapped->ptr + mapped->size) {
+    unmapped_.insert(SplitLocked(mapped, bytes));
+  }
+  AddGauge(kReservedBytes, kLarge, static_cast<int64_t>(bytes));
+  AddGauge(kCachedBytes, kLarge, static_cast<int64_t>(bytes));
+  reserved_high_water_ =
+      std::max(reserved_high_water_, GaugeNow(kReservedBytes, kAllPools));
+  Count(kNumMaps);
+  if (sink != nullptr) {
+    sink->push_back(
+        MakeEvent(AllocatorEventType::kSegmentAlloc, bytes, 0, begin, mapped->stream));
+  }
+  return FreeAndMergeLocked(mapped);
+}
+
+size_t CachingAllocator::Impl::UnmapInteriorLocked(Block* b, size_t max_bytes, Sink* sink) {
+  const auto start = reinterpret_cast<uintptr_t>(b->ptr);
+  const uintptr_t end = start + b->size;
+  uintptr_t lo = (start + chunk_ - 1) / chunk_ * chunk_;
+  const uintptr_t hi = end / chunk_ * chunk_;
+  if (hi <= lo || max_bytes == 0) return 0;
+  if (hi - lo > max_bytes) {
+    const size_t want = (max_bytes + chunk_ - 1) / chunk_ * chunk_;
+    if (want < hi - lo) lo = hi - want;
+  }
+  const size_t bytes = hi - lo;
+  // On failure the chunks stay mapped, and the pool keeps using them.
+  if (!vm_->Unmap(reinterpret_cast<void*>(lo), bytes).ok()) return 0;
+  EraseFreeLocked(b);
+  Block* middle = b;
+  if (lo > start) {
+    middle = SplitLocked(b, lo - start);
+    InsertFreeLocked(b);
+  }
+  if (hi < end) InsertFreeLocked(SplitLocked(middle, bytes));
+  AddGauge(kReservedBytes, kLarge, -static_cast<int64_t>(bytes));
+  AddGauge(kCachedBytes, kLarge, -static_cast<int64_t>(bytes));
+  Count(kNumUnmaps);
+  if (sink != nullptr) {
+    sink->push_back(MakeEvent(AllocatorEventType::kSegmentFree, bytes, 0, middle->ptr,
+                              middle->stream));
+  }
+  InsertUnmappedLocked(middle);
+  return bytes;
+}
+
+size_t CachingAllocator::Impl::UnmapIdleChunksLocked(size_t bytes,
+                                                     const std::function<bool()>& done,
+                                                     std::initializer_list<const Block*> keep,
+                                                     Sink* sink) {
+  std::vector<Block*> candidates;
+  for (Block* b : free_[kLarge]) {
+    if (b->segment->expandable && b->size >= chunk_ &&
+        std::find(keep.begin(), keep.end(), b) == keep.end()) {
+      candidates.push_back(b);
+    }
+  }
+  // The largest free blocks first: the fewest calls for the most memory.
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Block* a, const Block* b) { return a->size > b->size; });
+  size_t unmapped = 0;
+  for (Block* b : candidates) {
+    if (unmapped >= bytes || done()) break;
+    unmapped += UnmapInteriorLocked(b, bytes - unmapped, sink);
+  }
+  return unmapped;
+}
+
+absl::StatusOr<Block*> CachingAllocator::Impl::ExpandLocked(size_t size, StreamId stream,
+                                                            Sink* sink, OomReason* why) {
+  auto free_mapped = [](Block* b) {
+    return b != nullptr && b->state.load(std::memory_order_relaxed) == State::kFree
+               ? b
+               : nullptr;
+  };
+  auto chunks = [this](size_t n) { return (n + chunk_ - 1) / chunk_ * chunk_; };
+  // The unmapped range to map: grow the free block before an unmapped block forward,
+  // or the one after it backward, whichever maps less; of all candidates, the one
+  // that maps least (then the smallest unmapped block, then the lowest address).
+  Block* u = nullptr;
+  Block* u_prev = nullptr;
+  Block* u_next = nullptr;
+  char* begin = nullptr;
+  char* end = nullptr;
+  size_t best = kNoLimit;
+  for (auto it = unmapped_.lower_bound(FreeKey{stream, 0, nullptr});
+       it != unmapped_.end() && (*it)->stream == stream; ++it) {
+    Block* c = *it;
+    Block* prev = free_mapped(c->prev);
+    Block* next = free_mapped(c->next);
+    const size_t p = prev != nullptr ? prev->size : 0;
+    const size_t n = next != nullptr ? next->size : 0;
+    if (size > p + c->size + n) continue;
+    const size_t forward = size > p ? std::min(chunks(size - p), c->size) : 0;
+    const size_t backward = size > n ? std::min(chunks(size - n), c->size) : 0;
+    const size_t bytes = std::min(forward, backward);
+    if (bytes >= best) continue;
+    best = bytes;
+    u = c;
+    u_prev = prev;
+    u_next = next;
+    begin = forward <= backward ? c->ptr : c->ptr + c->size - backward;
+    end = begin + bytes;
+  }
+  if (u == nullptr) {
+    GENESIS_ASSIGN_OR_RETURN(Segment * s, NewReservationLocked(size, stream, sink));
+    u = s->head;
+    begin = u->ptr;
+    end = begin + chunks(size);
+  }
+  const auto bytes = static_cast<int64_t>(end - begin);
+  // Below the high-water mark the pool maps new memory; beyond it (or beyond the
+  // memory_fraction cap) it first moves idle memory here, so the peak stays put.
+  int64_t over = GaugeNow(kReservedBytes, kAllPools) + bytes - reserved_high_water_;
+  if (allowed_max_ != kNoLimit) {
+    over = std::max(over, GaugeNow(kReservedBytes, kAllPools) + bytes -
+                              static_cast<int64_t>(allowed_max_));
+  }
+  if (over > 0) {
+    UnmapIdleChunksLocked(static_cast<size_t>(over), [] { return false; },
+                          {u, u_prev, u_next}, sink);
+  }
+  if (allowed_max_ != kNoLimit &&
+      GaugeNow(kReservedBytes, kAllPools) + bytes > static_cast<int64_t>(allowed_max_)) {
+    why->limit_hit = true;
+    return absl::ResourceExhaustedError("memory_fraction limit");
+  }
+  absl::StatusOr<Block*> b = MapLocked(u, begin, end, sink);
+  if (!b.ok()) {
+    if (absl::IsResourceExhausted(b.status())) {
+      why->limit_hit = false;
+      why->backend_message = std::string(b.status().message());
+      return b.status();
+    }
+    return Annotate(b.status(), absl::StrCat("mapping ", bytes, " bytes of ",
+                                             ToAbsl(backend_->name())));
+  }
+  return b;
+}
+
+void CachingAllocator::Impl::ReleaseEmptyReservationsLocked() {
+  for (auto it = segments_.begin(); it != segments_.end();) {
+    Segment* s = it->second;
+    Block* head = s->head;
+    if (!s->expandable || head->next != nullptr ||
+        head->state.load(std::memory_order_relaxed) != State::kUnmapped) {
+      ++it;
+      continue;
+    }
+    unmapped_.erase(head);
+    vm_->Unreserve(s->ptr, s->size);
+    RecycleBlockLocked(head);
+    num_segments_.fetch_sub(1, std::memory_order_relaxed);
+    Count(kNumSegmentFrees);
+    it = segments_.erase(it);
+    delete s;
+  }
+}
+
+void CachingAllocator::Impl::DestroyExpandableSegmentLocked(Segment* s) {
+  // Unmapped blocks are chunk-aligned, so each run of other blocks is too.
+  char* run = nullptr;
+  for (Block* b = s->head; b != nullptr; b = b->next) {
+    const bool mapped = b->state.load(std::memory_order_relaxed) != State::kUnmapped;
+    if (mapped && run == nullptr) run = b->ptr;
+    if (run != nullptr && (!mapped || b->next == nullptr)) {
+      char* run_end = mapped ? b->ptr + b->size : b->ptr;
+      (void)vm_->Unmap(run, static_cast<size_t>(run_end - run));
+      run = nullptr;
+    }
+  }
+  vm_->Unreserve(s->ptr, s->size);
+}
+
+absl::StatusOr<Block*> CachingAllocator::Impl::NewSpaceLocked(size_t size,
+                                                              size_t segment_size,
+                                                              int pool, StreamId stream,
+                                                              Sink* sink, OomReason* why) {
+  if (pool == kLarge && expandable()) return ExpandLocked(size, stream, sink, why);
+  return NewSegmentLocked(segment_size, pool, stream, sink, why);
 }
 
 // ----- Stream events -----
@@ -1148,7 +1488,7 @@ absl::StatusOr<Block*> CachingAllocator::Impl::AllocateLocked(
   }
   CollectGarbageLocked(segment_size, sink);
   GENESIS_ASSIGN_OR_RETURN(Block * b,
-                           NewSegmentLocked(segment_size, pool, stream, sink, why));
+                           NewSpaceLocked(size, segment_size, pool, stream, sink, why));
   TakeBlockLocked(b, size, requested);
   *hit = false;
   return b;
@@ -1166,7 +1506,7 @@ absl::StatusOr<Block*> CachingAllocator::Impl::AllocateAfterOomLocked(
   }
   ReleaseFreeSegmentsLocked([] { return false; }, sink);
   Count(kNumAllocRetries);
-  absl::StatusOr<Block*> b = NewSegmentLocked(segment_size, pool, stream, sink, why);
+  absl::StatusOr<Block*> b = NewSpaceLocked(size, segment_size, pool, stream, sink, why);
   if (b.ok()) {
     TakeBlockLocked(*b, size, requested);
     *hit = false;
@@ -1448,15 +1788,19 @@ std::vector<CachingAllocator::SegmentSnapshot> CachingAllocator::Impl::Snapshot(
     seg.size = s->size;
     seg.stream = s->stream;
     seg.pool = s->pool == kSmall ? PoolKind::kSmall : PoolKind::kLarge;
+    seg.expandable = s->expandable;
+    seg.mapped_bytes = s->size;
     for (const Block* b = s->head; b != nullptr; b = b->next) {
       BlockSnapshot block;
       block.address = b->ptr;
       block.size = b->size;
       block.stream = b->stream;
       const State state = b->state.load(std::memory_order_relaxed);
-      block.state = state == State::kAllocated ? BlockState::kAllocated
-                    : state == State::kPending ? BlockState::kPendingFree
-                                               : BlockState::kFree;
+      block.state = state == State::kAllocated  ? BlockState::kAllocated
+                    : state == State::kPending  ? BlockState::kPendingFree
+                    : state == State::kUnmapped ? BlockState::kUnmapped
+                                                : BlockState::kFree;
+      if (state == State::kUnmapped) seg.mapped_bytes -= b->size;
       block.in_thread_cache = state == State::kThreadCached;
       block.requested =
           state == State::kAllocated ? b->requested.load(std::memory_order_relaxed) : 0;
@@ -1503,6 +1847,11 @@ std::string CachingAllocator::Impl::Summary() const {
                         100.0 * st.cache_hit_rate());
   absl::StrAppendFormat(&out, " %-30s | %d now, %d allocated, %d freed\n", "Segments",
                         st.num_segments, st.num_segment_allocs, st.num_segment_frees);
+  if (expandable()) {
+    absl::StrAppendFormat(&out, " %-30s | %d maps, %d unmaps (chunks of %s)\n",
+                          "Expandable segments", st.num_maps, st.num_unmaps,
+                          Human(static_cast<int64_t>(chunk_)));
+  }
   absl::StrAppendFormat(&out, " %-30s | %d OOMs, %d retries\n", "Out of memory",
                         st.num_ooms, st.num_alloc_retries);
   absl::StrAppendFormat(&out, " %-30s | %s, fragmentation %.2f\n", "Largest free block",
@@ -1668,6 +2017,20 @@ absl::StatusOr<std::unique_ptr<CachingAllocator>> CachingAllocator::Create(
     return absl::InvalidArgumentError("CachingAllocator::Create: backend is null");
   }
   GENESIS_RETURN_IF_ERROR(ValidateOptions(options));
+  if (options.expandable_segments == ExpandableSegments::kOn &&
+      backend->virtual_memory() == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "CachingAllocator::Create: expandable_segments is on, but backend ",
+        ToAbsl(backend->name()), " has no virtual memory"));
+  }
+  if (const VirtualMemory* vm = backend->virtual_memory();
+      vm != nullptr && options.expandable_segments != ExpandableSegments::kOff &&
+      (!std::has_single_bit(vm->granularity()) || vm->granularity() < options.block_rounding)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CachingAllocator::Create: backend ", ToAbsl(backend->name()),
+        " has virtual memory granularity ", vm->granularity(),
+        "; expandable segments need a power of two >= block_rounding"));
+  }
   if (!std::has_single_bit(backend->alignment()) || backend->alignment() < 512) {
     return absl::InvalidArgumentError(absl::StrCat(
         "CachingAllocator::Create: backend ", ToAbsl(backend->name()),
@@ -1726,5 +2089,6 @@ void CachingAllocator::RemoveObserver(const AllocatorObserver* observer) {
 }
 const Backend& CachingAllocator::backend() const { return impl_->backend(); }
 const AllocatorOptions& CachingAllocator::options() const { return impl_->options(); }
+bool CachingAllocator::expandable_segments() const { return impl_->expandable(); }
 
 }  // namespace genesis::memory

@@ -16,6 +16,9 @@
 //
 // All methods are thread-safe. A cached small allocation and its free on the same
 // thread take no pool-wide lock (see docs/memory_pool.md for the design and invariants).
+// Large blocks live in expandable segments when the backend offers virtual memory (see
+// virtual_memory.h and AllocatorOptions::expandable_segments): one address range per
+// stream that grows in place, so that freed memory anywhere serves any later request.
 // Errors are absl::Status: InvalidArgument for misuse (double free, foreign pointer,
 // impossible size), ResourceExhausted when memory runs out, whatever the Backend or
 // StreamEvents reported otherwise.
@@ -41,7 +44,8 @@ namespace genesis::memory {
 class CachingAllocator {
  public:
   enum class PoolKind { kSmall, kLarge };
-  enum class BlockState { kAllocated, kFree, kPendingFree };
+  // kUnmapped: address space of an expandable segment with no memory behind it.
+  enum class BlockState { kAllocated, kFree, kPendingFree, kUnmapped };
 
   struct BlockSnapshot {
     const void* address = nullptr;
@@ -56,7 +60,10 @@ class CachingAllocator {
   };
   struct SegmentSnapshot {
     const void* address = nullptr;
+    // For an expandable segment, the whole address range; mapped_bytes of it are backed.
     size_t size = 0;
+    size_t mapped_bytes = 0;
+    bool expandable = false;
     StreamId stream = kNoStream;
     PoolKind pool = PoolKind::kSmall;
     // In address order; their sizes add up to `size`.
@@ -65,7 +72,8 @@ class CachingAllocator {
 
   // Validates `options` (InvalidArgument naming the bad value), reads the backend's
   // total memory (needed for memory_fraction and garbage_collection_threshold), and
-  // reserves options.warm_up_sizes. `events` may be null for pools whose memory is only
+  // reserves options.warm_up_sizes. FailedPrecondition if expandable_segments is kOn
+  // and the backend has no virtual memory. `events` may be null for pools whose memory is only
   // used on the host; RecordStream then fails.
   static absl::StatusOr<std::unique_ptr<CachingAllocator>> Create(
       std::unique_ptr<Backend> backend, AllocatorOptions options,
@@ -105,8 +113,10 @@ class CachingAllocator {
   bool Owns(const void* ptr) const;
 
   // Flushes the thread caches, retires completed stream events (without waiting for
-  // any) and returns every segment that is entirely free to the backend. Segments
-  // holding blocks that still wait on events stay; Compact() waits for them.
+  // any) and returns every segment that is entirely free to the backend, and, in
+  // expandable segments, every free chunk (a granule of virtual memory not shared with
+  // a live block). Segments holding blocks that still wait on events stay; Compact()
+  // waits for them.
   absl::Status EmptyCache();
   // Like EmptyCache, but first waits for every pending stream event, so that after it
   // the pool reserves only segments holding live allocations. (Free neighbours are
@@ -139,6 +149,8 @@ class CachingAllocator {
 
   const Backend& backend() const;
   const AllocatorOptions& options() const;
+  // True if large blocks live in expandable segments.
+  bool expandable_segments() const;
 
   // Validation used by Create, exposed for configuration front ends (alloc_config).
   static absl::Status ValidateOptions(const AllocatorOptions& options);

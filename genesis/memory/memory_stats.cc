@@ -49,6 +49,8 @@ std::map<std::string, int64_t> MemoryStats::ToMap() const {
   out["num_segments"] = num_segments;
   out["num_segment_allocs"] = num_segment_allocs;
   out["num_segment_frees"] = num_segment_frees;
+  out["num_maps"] = num_maps;
+  out["num_unmaps"] = num_unmaps;
   out["largest_free_block"] = largest_free_block;
   return out;
 }

@@ -59,6 +59,10 @@ struct MemoryStats {
   int64_t num_segments = 0;  // Current.
   int64_t num_segment_allocs = 0;
   int64_t num_segment_frees = 0;
+  // Expandable segments: successful VirtualMemory Map and Unmap calls. Their address
+  // ranges count as segments above (a reservation is one backend call too).
+  int64_t num_maps = 0;
+  int64_t num_unmaps = 0;
   // Largest free block a request could get without a new segment (0 if none).
   int64_t largest_free_block = 0;
 

@@ -2,6 +2,10 @@
 
 #include <sys/mman.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -9,6 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "genesis/core/status.h"
+#include "genesis/memory/host_virtual_memory.h"
 
 namespace genesis::memory {
 
@@ -32,6 +38,98 @@ size_t TestBackend::State::live_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return live_bytes_;
 }
+int64_t TestBackend::State::map_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_calls_;
+}
+int64_t TestBackend::State::unmap_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unmap_calls_;
+}
+size_t TestBackend::State::mapped_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mapped_bytes_;
+}
+int64_t TestBackend::State::live_reservations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_reservations_;
+}
+
+// HostVirtualMemory under the backend's capacity, failure injection and counters.
+class TestBackend::CountingVirtualMemory : public VirtualMemory {
+ public:
+  CountingVirtualMemory(std::unique_ptr<HostVirtualMemory> vm, std::shared_ptr<State> state)
+      : vm_(std::move(vm)), state_(std::move(state)) {}
+
+  size_t granularity() const override { return vm_->granularity(); }
+
+  absl::StatusOr<void*> Reserve(size_t bytes) override {
+    absl::StatusOr<void*> base = vm_->Reserve(bytes);
+    if (base.ok()) {
+      std::lock_guard<std::mutex> lock(state_->mu_);
+      ++state_->live_reservations_;
+    }
+    return base;
+  }
+
+  void Unreserve(void* base, size_t bytes) override {
+    vm_->Unreserve(base, bytes);
+    std::lock_guard<std::mutex> lock(state_->mu_);
+    --state_->live_reservations_;
+  }
+
+  absl::Status Map(void* ptr, size_t bytes) override {
+    State& s = *state_;
+    {
+      std::lock_guard<std::mutex> lock(s.mu_);
+      if (absl::Status st = s.TakeLocked(bytes, "Map"); !st.ok()) return st;
+    }
+    absl::Status status = vm_->Map(ptr, bytes);
+    std::lock_guard<std::mutex> lock(s.mu_);
+    if (!status.ok()) {
+      s.live_bytes_ -= bytes;
+      ++s.failed_allocs_;
+      return status;
+    }
+    ++s.map_calls_;
+    s.mapped_bytes_ += bytes;
+    return status;
+  }
+
+  absl::Status Unmap(void* ptr, size_t bytes) override {
+    absl::Status status = vm_->Unmap(ptr, bytes);
+    State& s = *state_;
+    std::lock_guard<std::mutex> lock(s.mu_);
+    if (!status.ok()) {
+      s.violations_.push_back(std::string(status.message()));
+      return status;
+    }
+    ++s.unmap_calls_;
+    s.mapped_bytes_ -= bytes;
+    s.live_bytes_ -= bytes;
+    return status;
+  }
+
+ private:
+  std::unique_ptr<HostVirtualMemory> vm_;
+  std::shared_ptr<State> state_;
+};
+
+absl::Status TestBackend::State::TakeLocked(size_t bytes, const char* what) {
+  if (fail_next_ > 0) {
+    --fail_next_;
+    ++failed_allocs_;
+    return fail_status_;
+  }
+  if (bytes > capacity_ || live_bytes_ > capacity_ - bytes) {
+    ++failed_allocs_;
+    return absl::ResourceExhaustedError(absl::StrCat("TestBackend: ", what, " of ", bytes,
+                                                     " bytes with ", live_bytes_, " of ",
+                                                     capacity_, " bytes in use"));
+  }
+  live_bytes_ += bytes;
+  return absl::OkStatus();
+}
 std::vector<std::string> TestBackend::State::violations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return violations_;
@@ -44,6 +142,16 @@ TestBackend::TestBackend(Options options)
     options_.total_bytes =
         options_.capacity != kNoLimit ? options_.capacity : (size_t{1} << 40);
   }
+  if (options_.virtual_memory) {
+    absl::StatusOr<std::unique_ptr<HostVirtualMemory>> vm =
+        HostVirtualMemory::Create(options_.granularity);
+    // Only a bad granularity fails here: a test bug worth stopping for.
+    if (!vm.ok()) {
+      std::fprintf(stderr, "TestBackend: %s\n", std::string(vm.status().message()).c_str());
+      std::abort();
+    }
+    vm_ = std::make_unique<CountingVirtualMemory>(*std::move(vm), state_);
+  }
 }
 
 TestBackend::~TestBackend() {
@@ -55,9 +163,10 @@ TestBackend::~TestBackend() {
   }
 }
 
-std::unique_ptr<TestBackend> TestBackend::FakeCuda(size_t capacity) {
+std::unique_ptr<TestBackend> TestBackend::FakeCuda(size_t capacity, bool virtual_memory) {
   Options options;
   options.capacity = capacity;
+  options.virtual_memory = virtual_memory;
   options.device = Device::Cuda(0);
   options.kind = MemoryKind::kDevice;
   options.name = "cuda:0 device (test backend)";
@@ -81,26 +190,16 @@ absl::StatusOr<void*> TestBackend::AllocateSegment(size_t bytes) {
   if (bytes == 0) {
     return absl::InvalidArgumentError("TestBackend: segment of 0 bytes requested");
   }
-  if (s.fail_next_ > 0) {
-    --s.fail_next_;
-    ++s.failed_allocs_;
-    return s.fail_status_;
-  }
-  if (bytes > s.capacity_ || s.live_bytes_ > s.capacity_ - bytes) {
-    ++s.failed_allocs_;
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "TestBackend: ", bytes, " bytes requested with ", s.live_bytes_, " of ",
-        s.capacity_, " bytes in use"));
-  }
+  GENESIS_RETURN_IF_ERROR(s.TakeLocked(bytes, "AllocateSegment"));
   void* ptr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (ptr == MAP_FAILED) {
+    s.live_bytes_ -= bytes;
     ++s.failed_allocs_;
     return absl::ResourceExhaustedError(
         absl::StrCat("TestBackend: mmap of ", bytes, " bytes failed"));
   }
   ++s.segment_allocs_;
-  s.live_bytes_ += bytes;
   s.live_[reinterpret_cast<uintptr_t>(ptr)] = bytes;
   return ptr;
 }

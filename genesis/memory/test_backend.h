@@ -8,7 +8,9 @@
 // pretends to be whatever device and kind the test says (e.g. cuda:0 device memory), so
 // the "CUDA OOM" path runs on any CPU. It also checks the pool's side of the Backend
 // contract: every FreeSegment must name a live (pointer, size) pair; anything else is
-// recorded as a violation that tests assert on. Useful to users' tests as well.
+// recorded as a violation that tests assert on. With Options::virtual_memory it also
+// offers virtual memory (HostVirtualMemory, under the same capacity and failure
+// injection), so pools over it use expandable segments. Useful to users' tests as well.
 #ifndef GENESIS_MEMORY_TEST_BACKEND_H_
 #define GENESIS_MEMORY_TEST_BACKEND_H_
 
@@ -26,6 +28,7 @@
 #include "genesis/core/device.h"
 #include "genesis/memory/allocator_options.h"
 #include "genesis/memory/backend.h"
+#include "genesis/memory/virtual_memory.h"
 
 namespace genesis::memory {
 
@@ -41,6 +44,9 @@ class TestBackend : public Backend {
     // Power of two, at least 512. Mappings are page aligned, so at most the page size.
     size_t alignment = 4096;
     std::string name = "test backend";
+    // Offer virtual memory (expandable segments) with this granularity.
+    bool virtual_memory = false;
+    size_t granularity = size_t{2} << 20;
   };
 
   // Everything the backend counts. Shared, so a test can read it after the pool (which
@@ -51,18 +57,31 @@ class TestBackend : public Backend {
     int64_t segment_frees() const;
     int64_t failed_allocs() const;
     int64_t live_segments() const;
+    // Bytes of live segments plus mapped virtual memory.
     size_t live_bytes() const;
+    // Virtual memory: Map and Unmap calls that succeeded, bytes mapped now, and
+    // reservations held now.
+    int64_t map_calls() const;
+    int64_t unmap_calls() const;
+    size_t mapped_bytes() const;
+    int64_t live_reservations() const;
     // Contract violations seen (a FreeSegment of an unknown pointer or with the wrong
     // size), one readable line each; empty when the pool behaved.
     std::vector<std::string> violations() const;
 
    private:
     friend class TestBackend;
+    // Fails (injected failure, capacity) or adds `bytes` to live_bytes_. Needs mu_.
+    absl::Status TakeLocked(size_t bytes, const char* what);
     mutable std::mutex mu_;
     int64_t segment_allocs_ = 0;
     int64_t segment_frees_ = 0;
     int64_t failed_allocs_ = 0;
     size_t live_bytes_ = 0;
+    int64_t map_calls_ = 0;
+    int64_t unmap_calls_ = 0;
+    size_t mapped_bytes_ = 0;
+    int64_t live_reservations_ = 0;
     absl::flat_hash_map<uintptr_t, size_t> live_;
     std::vector<std::string> violations_;
     size_t capacity_ = kNoLimit;
@@ -74,10 +93,12 @@ class TestBackend : public Backend {
   TestBackend() : TestBackend(Options()) {}
   ~TestBackend() override;
 
-  // A backend that looks like cuda:0 device memory with `capacity` bytes.
-  static std::unique_ptr<TestBackend> FakeCuda(size_t capacity = kNoLimit);
+  // A backend that looks like cuda:0 device memory with `capacity` bytes, with virtual
+  // memory (expandable segments) if `virtual_memory`.
+  static std::unique_ptr<TestBackend> FakeCuda(size_t capacity = kNoLimit,
+                                               bool virtual_memory = false);
 
-  // The next `n` AllocateSegment calls fail with `status` (by default ResourceExhausted,
+  // The next `n` AllocateSegment (and virtual-memory Map) calls fail with `status` (by default ResourceExhausted,
   // which the pool treats as out of memory), whatever the capacity says.
   void FailNextAllocations(
       int n, absl::Status status = absl::ResourceExhaustedError("injected failure"));
@@ -95,10 +116,16 @@ class TestBackend : public Backend {
   MemoryKind kind() const override { return options_.kind; }
   size_t alignment() const override { return options_.alignment; }
   std::string_view name() const override { return options_.name; }
+  // nullptr unless Options::virtual_memory; otherwise Map counts against the capacity
+  // and obeys FailNextAllocations like AllocateSegment.
+  VirtualMemory* virtual_memory() override { return vm_.get(); }
 
  private:
+  class CountingVirtualMemory;
+
   Options options_;
   std::shared_ptr<State> state_;
+  std::unique_ptr<VirtualMemory> vm_;
 };
 
 }  // namespace genesis::memory

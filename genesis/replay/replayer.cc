@@ -246,10 +246,15 @@ absl::StatusOr<ReplayResult> Replay(const std::vector<TraceEvent> &events,
           : static_cast<double>(r.peak_reserved) / static_cast<double>(r.peak_allocated);
   r.segment_allocs = after.num_segment_allocs - before.num_segment_allocs;
   r.segment_frees = after.num_segment_frees - before.num_segment_frees;
-  r.backend_calls = r.segment_allocs + r.segment_frees;
+  r.maps = after.num_maps - before.num_maps;
+  r.unmaps = after.num_unmaps - before.num_unmaps;
+  r.backend_calls = r.segment_allocs + r.segment_frees + r.maps + r.unmaps;
   const double ns = std::chrono::duration<double, std::nano>(stop - start).count();
   r.ns_per_op = r.num_ops == 0 ? 0.0 : ns / static_cast<double>(r.num_ops);
   r.trace_peak_live = SummarizeTrace(events).peak_live_bytes;
+  r.reserved_over_live = r.trace_peak_live == 0 ? 0.0
+                                                : static_cast<double>(r.peak_reserved) /
+                                                      static_cast<double>(r.trace_peak_live);
   r.live_at_end = static_cast<int64_t>(plan.live_at_end.size());
 
   // Untimed: free what the trace left live, then check that nothing leaked.
@@ -282,7 +287,11 @@ absl::StatusOr<ReplayResult> ReplayOnHost(const std::vector<TraceEvent> &events,
                                           const ReplayOptions &options, size_t capacity) {
   GENESIS_ASSIGN_OR_RETURN(
       std::unique_ptr<CachingAllocator> pool,
-      CachingAllocator::Create(memory::TestBackend::FakeCuda(capacity), pool_options));
+      CachingAllocator::Create(
+          memory::TestBackend::FakeCuda(
+              capacity, /*virtual_memory=*/pool_options.expandable_segments !=
+                            memory::ExpandableSegments::kOff),
+          pool_options));
   return Replay(events, *pool, options);
 }
 

@@ -51,10 +51,17 @@ struct ReplayResult {
   uint64_t peak_reserved = 0;
   // peak_reserved / peak_allocated (0 if nothing was allocated).
   double reserved_over_allocated = 0.0;
-  // Backend calls during the replay: segment_allocs + segment_frees.
+  // peak_reserved / trace_peak_live: against what the program asked for, before any
+  // rounding (0 if nothing was live).
+  double reserved_over_live = 0.0;
+  // Backend calls during the replay: segment_allocs + segment_frees + maps + unmaps.
+  // With expandable segments, segment allocs and frees are address-range
+  // reservations and releases, and maps and unmaps are virtual-memory calls.
   int64_t backend_calls = 0;
   int64_t segment_allocs = 0;
   int64_t segment_frees = 0;
+  int64_t maps = 0;
+  int64_t unmaps = 0;
   // Wall time of the replay loop (pool calls plus an array access each) per op.
   double ns_per_op = 0.0;
   // SummarizeTrace(events).peak_live_bytes: what the program itself had live at

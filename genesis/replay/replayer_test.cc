@@ -196,9 +196,9 @@ TEST(OverlapCheckerTest, CatchesABlockHandedOutTwice) {
 struct SyntheticCase {
   const char *name;
   std::vector<TraceEvent> (*make)(uint64_t, int);
-  // Measured peak_reserved / peak_allocated with default options for seed 1, 8
-  // steps, rounded up to 0.01 (both are above the 1.10 the project hoped for;
-  // see the report).
+  memory::ExpandableSegments segments;
+  // Bound on peak_reserved / peak_allocated with otherwise default options for
+  // seed 1, 8 steps: the measured ratio rounded up to 0.01.
   double max_ratio;
 };
 
@@ -218,7 +218,9 @@ TEST_P(SyntheticReplayTest, ReplaysWithoutOverlapOrLeak) {
   const TraceSummary summary = SummarizeTrace(events);
   ReplayOptions options;
   options.name = c.name;
-  auto r = ReplayOnHost(events, AllocatorOptions(), options);
+  AllocatorOptions pool_options;
+  pool_options.expandable_segments = c.segments;
+  auto r = ReplayOnHost(events, pool_options, options);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->num_ops, static_cast<uint64_t>(summary.num_allocs + summary.num_frees));
   EXPECT_EQ(r->live_at_end, summary.live_blocks_at_end);
@@ -229,22 +231,30 @@ TEST_P(SyntheticReplayTest, ReplaysWithoutOverlapOrLeak) {
   EXPECT_EQ(r->final_stats.all.allocated_bytes.current, 0);
   EXPECT_EQ(r->final_stats.num_allocations, summary.num_allocs);
   EXPECT_GT(r->backend_calls, 0);
+  EXPECT_EQ(r->maps > 0, c.segments == memory::ExpandableSegments::kOn);
   EXPECT_LE(r->reserved_over_allocated, c.max_ratio)
       << c.name << ": peak reserved " << r->peak_reserved << ", peak allocated "
       << r->peak_allocated;
   std::cout << c.name << ": " << events.size() << " events, peak allocated "
             << r->peak_allocated << ", peak reserved " << r->peak_reserved << ", ratio "
             << r->reserved_over_allocated << ", backend calls " << r->backend_calls
-            << ", " << r->ns_per_op << " ns/op\n";
+            << " (" << r->maps << " maps, " << r->unmaps << " unmaps), " << r->ns_per_op
+            << " ns/op\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Traces, SyntheticReplayTest,
-                         ::testing::Values(SyntheticCase{"transformer",
-                                                         &TransformerTrainingTrace, 1.11},
-                                           SyntheticCase{"cnn", &CnnTrainingTrace, 1.13}),
-                         [](const ::testing::TestParamInfo<SyntheticCase> &info) {
-                           return std::string(info.param.name);
-                         });
+constexpr auto kClassic = memory::ExpandableSegments::kOff;
+constexpr auto kExpandable = memory::ExpandableSegments::kOn;
+
+INSTANTIATE_TEST_SUITE_P(
+    Traces, SyntheticReplayTest,
+    ::testing::Values(SyntheticCase{"transformer", &TransformerTrainingTrace, kClassic, 1.11},
+                      SyntheticCase{"cnn", &CnnTrainingTrace, kClassic, 1.13},
+                      SyntheticCase{"transformer_expandable", &TransformerTrainingTrace,
+                                    kExpandable, 1.03},
+                      SyntheticCase{"cnn_expandable", &CnnTrainingTrace, kExpandable, 1.02}),
+    [](const ::testing::TestParamInfo<SyntheticCase> &info) {
+      return std::string(info.param.name);
+    });
 
 TEST(SyntheticTraceTest, DeterministicPerSeed) {
   auto a = TransformerTrainingTrace(5, 3);
@@ -258,15 +268,25 @@ TEST(SyntheticTraceTest, DeterministicPerSeed) {
 
 // The traces recorded with PyTorch (traces/); skipped when the files are not
 // there (run from the repository root, or with //traces as data under Bazel).
-// The bound is the measured ratio rounded up to 0.01; PyTorch's own allocator
-// reached 1.114 (GPT-2) and 1.299 (ResNet-50) on the same steps.
-TEST(RecordedTraceTest, ReplaysNoWorseThanPyTorch) {
+// Expandable segments (the default where virtual memory exists) must meet the
+// targets: 1.03 on transformer training, 1.02 on CNN training. Classic segments
+// are bounded by their measured ratio rounded up to 0.01; PyTorch's own
+// allocator reached 1.114 (GPT-2) and 1.299 (ResNet-50) on the same steps, and
+// 1.070 / 1.021 with its expandable segments.
+TEST(RecordedTraceTest, ReplaysBetterThanPyTorch) {
   struct Recorded {
     const char *path;
+    memory::ExpandableSegments segments;
     double max_ratio;
+    // Steps in the trace (tools/record_torch_trace.py's --steps), for the
+    // virtual-memory calls per step.
+    int steps;
   };
-  for (const Recorded &t : {Recorded{"traces/gpt2_small_train.trace.gz", 1.11},
-                            Recorded{"traces/resnet50_train.trace.gz", 1.29}}) {
+  for (const Recorded &t :
+       {Recorded{"traces/gpt2_small_train.trace.gz", kExpandable, 1.03, 8},
+        Recorded{"traces/resnet50_train.trace.gz", kExpandable, 1.02, 8},
+        Recorded{"traces/gpt2_small_train.trace.gz", kClassic, 1.11, 8},
+        Recorded{"traces/resnet50_train.trace.gz", kClassic, 1.29, 8}}) {
     if (!std::ifstream(t.path).good()) {
       GTEST_SKIP() << t.path << " not found from "
                    << "the working directory";
@@ -275,12 +295,18 @@ TEST(RecordedTraceTest, ReplaysNoWorseThanPyTorch) {
     ASSERT_TRUE(events.ok()) << events.status();
     ReplayOptions options;
     options.name = t.path;
-    auto r = ReplayOnHost(*events, AllocatorOptions(), options);
+    AllocatorOptions pool_options;
+    pool_options.expandable_segments = t.segments;
+    auto r = ReplayOnHost(*events, pool_options, options);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_LE(r->reserved_over_allocated, t.max_ratio) << t.path;
     EXPECT_EQ(r->final_stats.all.allocated_bytes.current, 0);
-    std::cout << t.path << ": ratio " << r->reserved_over_allocated << ", backend calls "
-              << r->backend_calls << ", " << r->ns_per_op << " ns/op\n";
+    std::cout << t.path << (t.segments == kExpandable ? " (expandable)" : " (classic)")
+              << ": ratio " << r->reserved_over_allocated << ", reserved/live "
+              << r->reserved_over_live << ", backend calls " << r->backend_calls << " ("
+              << r->maps << " maps, " << r->unmaps << " unmaps, "
+              << static_cast<double>(r->maps + r->unmaps) / t.steps << " per step), "
+              << r->ns_per_op << " ns/op\n";
   }
 }
 

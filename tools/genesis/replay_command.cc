@@ -67,7 +67,7 @@ int RunReplay(absl::Span<const std::string> args) {
   const std::string device = absl::GetFlag(FLAGS_device);
   const bool json = absl::GetFlag(FLAGS_json);
   TextTable table({"trace", "events", "peak allocated", "peak reserved", "reserved/allocated",
-                   "backend calls", "ns/op"});
+                   "reserved/live", "backend calls", "maps/unmaps", "ns/op"});
   nlohmann::json rows = nlohmann::json::array();
   int exit_code = 0;
   for (const std::string& path : args) {
@@ -80,7 +80,9 @@ int RunReplay(absl::Span<const std::string> args) {
     table.AddRow({path, absl::StrCat(r->num_ops), FormatByteSize(r->peak_allocated),
                   FormatByteSize(r->peak_reserved),
                   absl::StrFormat("%.4f", r->reserved_over_allocated),
-                  absl::StrCat(r->backend_calls), absl::StrFormat("%.1f", r->ns_per_op)});
+                  absl::StrFormat("%.4f", r->reserved_over_live),
+                  absl::StrCat(r->backend_calls), absl::StrCat(r->maps, "/", r->unmaps),
+                  absl::StrFormat("%.1f", r->ns_per_op)});
     rows.push_back({{"trace", path},
                     {"device", device},
                     {"events", r->num_ops},
@@ -90,6 +92,9 @@ int RunReplay(absl::Span<const std::string> args) {
                     {"backend_calls", r->backend_calls},
                     {"segment_allocs", r->segment_allocs},
                     {"segment_frees", r->segment_frees},
+                    {"maps", r->maps},
+                    {"unmaps", r->unmaps},
+                    {"reserved_over_live", r->reserved_over_live},
                     {"ns_per_op", r->ns_per_op},
                     {"trace_peak_live_bytes", r->trace_peak_live}});
   }

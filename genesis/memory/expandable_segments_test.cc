@@ -1,0 +1,292 @@
+// Expandable segments over the host emulation of virtual memory: growth in place, memory
+// moved from idle chunks instead of new memory, hysteresis, limits, failures, streams.
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "genesis/memory/allocator_suite.h"
+#include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/fake_stream_events.h"
+#include "genesis/memory/host_backend.h"
+#include "genesis/memory/memory_stats.h"
+#include "genesis/memory/test_backend.h"
+
+namespace genesis::memory {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Pool {
+  std::unique_ptr<CachingAllocator> pool;
+  std::shared_ptr<const TestBackend::State> state;
+  TestBackend* backend = nullptr;
+
+  void* Alloc(size_t bytes, StreamId stream = kNoStream) {
+    absl::StatusOr<void*> p = pool->Allocate(bytes, stream);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? *p : nullptr;
+  }
+  void Free(void* p) { ASSERT_TRUE(pool->Free(p).ok()); }
+  int64_t reserved() const { return pool->Stats().all.reserved_bytes.current; }
+};
+
+// Without thread caches, so that every free reaches the pool at once.
+Pool MakePool(size_t capacity = kNoLimit, AllocatorOptions options = {}) {
+  options.thread_cache_blocks = 0;
+  auto backend = TestBackend::FakeCuda(capacity, /*virtual_memory=*/true);
+  Pool p;
+  p.backend = backend.get();
+  p.state = backend->state();
+  auto pool = CachingAllocator::Create(std::move(backend), std::move(options),
+                                       std::make_unique<FakeStreamEvents>());
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  if (pool.ok()) p.pool = *std::move(pool);
+  return p;
+}
+
+const auto At = [](void* base, size_t offset) {
+  return static_cast<void*>(static_cast<char*>(base) + offset);
+};
+
+TEST(ExpandableSegmentsTest, LargeBlocksGrowOneRangeInPlace) {
+  Pool p = MakePool();
+  ASSERT_TRUE(p.pool->expandable_segments());
+  void* a = p.Alloc(8 * kMiB);
+  void* b = p.Alloc(8 * kMiB);
+  void* c = p.Alloc(3 * kMiB);
+  EXPECT_EQ(b, At(a, 8 * kMiB));
+  EXPECT_EQ(c, At(a, 16 * kMiB));
+  // Blocks are exact (rounded to 512 bytes); memory is mapped in 2 MiB chunks.
+  EXPECT_EQ(p.pool->AllocationSize(c), 3 * kMiB);
+  MemoryStats st = p.pool->Stats();
+  EXPECT_EQ(st.all.allocated_bytes.current, static_cast<int64_t>(19 * kMiB));
+  EXPECT_EQ(st.all.reserved_bytes.current, static_cast<int64_t>(20 * kMiB));
+  EXPECT_EQ(st.num_segments, 1);
+  EXPECT_EQ(st.num_maps, 3);
+  EXPECT_EQ(p.state->mapped_bytes(), 20 * kMiB);
+  // The next block starts in the chunk `c` left half used: only 2 MiB more is mapped.
+  void* d = p.Alloc(2 * kMiB);
+  EXPECT_EQ(d, At(a, 19 * kMiB));
+  EXPECT_EQ(p.reserved(), static_cast<int64_t>(22 * kMiB));
+  auto snap = p.pool->Snapshot();
+  ASSERT_EQ(snap.size(), 1u);
+  EXPECT_TRUE(snap[0].expandable);
+  EXPECT_EQ(snap[0].mapped_bytes, 22 * kMiB);
+  EXPECT_EQ(snap[0].blocks.back().state, CachingAllocator::BlockState::kUnmapped);
+  for (void* x : {a, b, c, d}) p.Free(x);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
+TEST(ExpandableSegmentsTest, IdleMemoryMovesWhereItIsNeeded) {
+  Pool p = MakePool();
+  void* a = p.Alloc(8 * kMiB);
+  void* b = p.Alloc(8 * kMiB);
+  void* c = p.Alloc(8 * kMiB);
+  p.Free(b);
+  // 12 MiB fits no free block. Classic segments would add 12 MiB (36 MiB reserved);
+  // here b's 8 MiB is unmapped and 12 MiB mapped at the end: 28 MiB.
+  void* d = p.Alloc(12 * kMiB);
+  EXPECT_EQ(d, At(a, 24 * kMiB));
+  MemoryStats st = p.pool->Stats();
+  EXPECT_EQ(st.all.reserved_bytes.current, static_cast<int64_t>(28 * kMiB));
+  EXPECT_EQ(st.all.reserved_bytes.peak, static_cast<int64_t>(28 * kMiB));
+  EXPECT_EQ(st.num_unmaps, 1);
+  EXPECT_EQ(st.num_maps, 4);
+  EXPECT_EQ(p.state->mapped_bytes(), 28 * kMiB);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  // The hole maps again when a block needs it.
+  void* e = p.Alloc(8 * kMiB);
+  EXPECT_EQ(e, b);
+  EXPECT_EQ(p.reserved(), static_cast<int64_t>(36 * kMiB));
+  for (void* x : {a, c, d, e}) p.Free(x);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
+TEST(ExpandableSegmentsTest, SteadyLoopMapsNothingOnceWarm) {
+  Pool p = MakePool();
+  const size_t sizes[] = {3 * kMiB, 17 * kMiB + 512, 5 * kMiB, 40 * kMiB, 1 * kMiB,
+                          9 * kMiB};
+  int64_t maps_when_warm = 0, unmaps_when_warm = 0;
+  for (int step = 0; step < 20; ++step) {
+    std::vector<void*> live;
+    for (int i = 0; i < 6; ++i) {
+      live.push_back(p.Alloc(sizes[i]));
+      // Free every other block early, as activations are.
+      if (i % 2 == 1) {
+        p.Free(live[i - 1]);
+        live[i - 1] = nullptr;
+      }
+    }
+    for (void* x : live) {
+      if (x != nullptr) p.Free(x);
+    }
+    const MemoryStats st = p.pool->Stats();
+    // The first iteration maps; the second settles the layout (its blocks start from
+    // one merged free range); after that the loop runs in mapped memory.
+    if (step == 1) {
+      maps_when_warm = st.num_maps;
+      unmaps_when_warm = st.num_unmaps;
+    } else if (step > 1) {
+      ASSERT_EQ(st.num_maps, maps_when_warm) << "step " << step;
+      ASSERT_EQ(st.num_unmaps, unmaps_when_warm) << "step " << step;
+    }
+  }
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
+TEST(ExpandableSegmentsTest, FragmentedFreeMemoryServesALargerRequest) {
+  // 32 MiB of device memory: after freeing a and c, 20 of the 30 MiB are free but in
+  // two 10 MiB pieces. Classic segments report OOM; expandable segments move them.
+  Pool p = MakePool(32 * kMiB);
+  void* a = p.Alloc(10 * kMiB);
+  void* b = p.Alloc(10 * kMiB);
+  void* c = p.Alloc(10 * kMiB);
+  p.Free(a);
+  p.Free(c);
+  void* d = p.Alloc(20 * kMiB);
+  ASSERT_NE(d, nullptr);
+  EXPECT_LE(p.state->live_bytes(), 32 * kMiB);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  // Now there is no room: a clear OOM, and the pool stays usable.
+  absl::StatusOr<void*> e = p.pool->Allocate(8 * kMiB);
+  ASSERT_FALSE(e.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(e.status()));
+  EXPECT_THAT(e.status().message(), HasSubstr("CUDA OOM"));
+  EXPECT_THAT(e.status().message(), HasSubstr("8388608 bytes"));
+  EXPECT_EQ(p.pool->Stats().num_ooms, 1);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  p.Free(b);
+  p.Free(d);
+  void* f = p.Alloc(30 * kMiB);
+  p.Free(f);
+  ASSERT_TRUE(p.pool->EmptyCache().ok());
+  EXPECT_EQ(p.state->mapped_bytes(), 0u);
+  EXPECT_EQ(p.state->live_reservations(), 0);
+  EXPECT_TRUE(p.state->violations().empty());
+}
+
+TEST(ExpandableSegmentsTest, MapFailuresLeaveThePoolConsistent) {
+  Pool p = MakePool();
+  void* a = p.Alloc(4 * kMiB);
+  // A failure other than out-of-memory is reported as such, naming the mapping.
+  p.backend->FailNextAllocations(1, absl::InternalError("driver fell over"));
+  absl::StatusOr<void*> b = p.pool->Allocate(6 * kMiB);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(b.status().message(), HasSubstr("driver fell over"));
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  // An injected out-of-memory is retried after releasing the cache; twice fails.
+  p.backend->FailNextAllocations(1);
+  void* c = p.Alloc(6 * kMiB);
+  EXPECT_EQ(p.pool->Stats().num_alloc_retries, 1);
+  p.backend->FailNextAllocations(2);
+  absl::StatusOr<void*> d = p.pool->Allocate(6 * kMiB);
+  EXPECT_TRUE(absl::IsResourceExhausted(d.status())) << d.status();
+  EXPECT_THAT(d.status().message(), HasSubstr("injected failure"));
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  p.Free(a);
+  p.Free(c);
+}
+
+TEST(ExpandableSegmentsTest, MemoryFractionCapsMappedMemory) {
+  AllocatorOptions options;
+  options.memory_fraction = 0.5;
+  Pool p = MakePool(100 * kMiB, options);
+  void* a = p.Alloc(40 * kMiB);
+  absl::StatusOr<void*> b = p.pool->Allocate(20 * kMiB);
+  ASSERT_FALSE(b.ok());
+  EXPECT_THAT(b.status().message(), HasSubstr("memory_fraction"));
+  // Idle memory still moves under the cap.
+  p.Free(a);
+  void* c = p.Alloc(10 * kMiB);
+  void* d = p.Alloc(38 * kMiB);
+  EXPECT_LE(p.reserved(), static_cast<int64_t>(50 * kMiB));
+  p.Free(c);
+  p.Free(d);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
+TEST(ExpandableSegmentsTest, EachStreamHasItsOwnRange) {
+  Pool p = MakePool();
+  void* a = p.Alloc(4 * kMiB, /*stream=*/1);
+  void* b = p.Alloc(4 * kMiB, /*stream=*/2);
+  p.Free(a);
+  // Stream 2 does not take stream 1's free block.
+  void* c = p.Alloc(4 * kMiB, /*stream=*/2);
+  EXPECT_NE(c, a);
+  EXPECT_EQ(p.pool->Stats().num_segments, 2);
+  void* d = p.Alloc(4 * kMiB, /*stream=*/1);
+  EXPECT_EQ(d, a);
+  for (void* x : {b, c, d}) p.Free(x);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  ASSERT_TRUE(p.pool->EmptyCache().ok());
+  EXPECT_EQ(p.pool->Stats().num_segments, 0);
+}
+
+TEST(ExpandableSegmentsTest, CacheLimitUnmapsFreedChunks) {
+  AllocatorOptions options;
+  options.cache_limit = 0;
+  Pool p = MakePool(kNoLimit, options);
+  void* a = p.Alloc(8 * kMiB);
+  void* b = p.Alloc(8 * kMiB);
+  p.Free(a);
+  EXPECT_EQ(p.reserved(), static_cast<int64_t>(8 * kMiB));
+  EXPECT_EQ(p.pool->Stats().all.cached_bytes.current, 0);
+  p.Free(b);
+  EXPECT_EQ(p.reserved(), 0);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
+TEST(ExpandableSegmentsTest, AnotherRangeWhenOneIsFull) {
+  // 100 MiB of memory: each range reserves 112.5 MiB of addresses, rounded to chunks.
+  Pool p = MakePool(100 * kMiB);
+  void* a = p.Alloc(40 * kMiB);
+  void* b = p.Alloc(40 * kMiB);
+  p.Free(a);
+  // 60 MiB fits nowhere in the first range; a second range takes it, with a's memory.
+  void* c = p.Alloc(60 * kMiB);
+  EXPECT_EQ(p.pool->Stats().num_segments, 2);
+  EXPECT_LE(p.state->live_bytes(), 100 * kMiB);
+  p.Free(b);
+  p.Free(c);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  ASSERT_TRUE(p.pool->EmptyCache().ok());
+  EXPECT_EQ(p.pool->Stats().num_segments, 0);
+  EXPECT_EQ(p.state->live_reservations(), 0);
+}
+
+TEST(ExpandableSegmentsTest, SettingsChooseTheSegments) {
+  AllocatorOptions on;
+  on.expandable_segments = ExpandableSegments::kOn;
+  auto none = CachingAllocator::Create(std::make_unique<HostBackend>(), on);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(none.status().message(), HasSubstr("no virtual memory"));
+  AllocatorOptions off;
+  off.expandable_segments = ExpandableSegments::kOff;
+  auto classic = CachingAllocator::Create(TestBackend::FakeCuda(kNoLimit, true), off);
+  ASSERT_TRUE(classic.ok());
+  EXPECT_FALSE((*classic)->expandable_segments());
+  auto host = CachingAllocator::Create(std::make_unique<HostBackend>(), AllocatorOptions());
+  ASSERT_TRUE(host.ok());
+  EXPECT_FALSE((*host)->expandable_segments());
+}
+
+TEST(ExpandableSegmentsTest, PendingBlocksStayMapped) {
+  Pool p = MakePool();
+  void* a = p.Alloc(8 * kMiB, /*stream=*/1);
+  ASSERT_TRUE(p.pool->RecordStream(a, /*stream=*/2).ok());
+  p.Free(a);  // Waits for an event on stream 2.
+  ASSERT_TRUE(p.pool->EmptyCache().ok());
+  EXPECT_EQ(p.reserved(), static_cast<int64_t>(8 * kMiB));
+  ASSERT_TRUE(p.pool->Compact().ok());  // Waits for it, then unmaps.
+  EXPECT_EQ(p.reserved(), 0);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
+}  // namespace
+}  // namespace genesis::memory

@@ -1,0 +1,56 @@
+// Virtual memory for expandable segments: address ranges reserved once and backed by
+// physical memory chunk by chunk.
+//
+// A pool over classic segments asks its Backend for a new segment whenever no cached
+// block fits, so memory freed in the middle of an old segment cannot serve a larger
+// request, and "reserved but unallocated" memory grows (fragmentation). With virtual
+// memory, a pool reserves one large address range per stream and maps physical memory
+// into it only where blocks need it: a request that does not fit a free block grows a
+// free neighbour in place, and free chunks in the middle of a range are unmapped, their
+// memory returned, and mapped again where it is needed. CUDA offers this through its
+// driver's virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap,
+// cuMemSetAccess: CudaVirtualMemory); HostVirtualMemory emulates it with mmap and a
+// memfd, so the same pool logic runs, and is tested, on any Linux machine.
+//
+// A Backend that supports it returns a VirtualMemory from Backend::virtual_memory().
+// Implementations must be thread-safe.
+#ifndef GENESIS_MEMORY_VIRTUAL_MEMORY_H_
+#define GENESIS_MEMORY_VIRTUAL_MEMORY_H_
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace genesis::memory {
+
+class VirtualMemory {
+ public:
+  virtual ~VirtualMemory() = default;
+
+  // The chunk size (a power of two): reservations, and every range passed to Map and
+  // Unmap, start and end on multiples of it.
+  virtual size_t granularity() const = 0;
+
+  // Reserves `bytes` (a positive multiple of granularity()) of address space with no
+  // memory behind it, aligned to granularity(). ResourceExhausted if no address range
+  // of that size is left.
+  virtual absl::StatusOr<void*> Reserve(size_t bytes) = 0;
+
+  // Gives back a range from Reserve (same `bytes`); nothing in it is mapped any more.
+  virtual void Unreserve(void* base, size_t bytes) = 0;
+
+  // Backs [ptr, ptr + bytes), chunk-aligned, inside a reservation and not mapped, with
+  // new physical memory, readable and writable by the owning device (and, on CUDA, by
+  // peers that can reach it). On any error nothing stays mapped: ResourceExhausted when
+  // the memory is not there, another status for anything else.
+  virtual absl::Status Map(void* ptr, size_t bytes) = 0;
+
+  // Unmaps [ptr, ptr + bytes), any chunk-aligned part of what Map mapped, and returns
+  // its physical memory. The caller guarantees that no work still uses it.
+  virtual absl::Status Unmap(void* ptr, size_t bytes) = 0;
+};
+
+}  // namespace genesis::memory
+
+#endif  // GENESIS_MEMORY_VIRTUAL_MEMORY_H_

@@ -1,5 +1,5 @@
 // Runs the backend-independent pool suite over the CUDA backends: device memory
-// (cudaMalloc) and pinned host memory in both modes (cudaHostAlloc, cudaHostRegister).
+// (cudaMalloc, with and without expandable segments) and pinned host memory in both modes (cudaHostAlloc, cudaHostRegister).
 // Without a GPU there is nothing to instantiate, and the test below says so.
 #include <memory>
 #include <vector>
@@ -17,7 +17,10 @@ namespace {
 std::vector<BackendFactory> CudaBackends() {
   if (cuda::DeviceCount() == 0) return {};
   return {
+      // Large blocks in expandable segments where the device has virtual memory.
       {"cuda_device", [] { return std::unique_ptr<Backend>(CudaDeviceBackend::Create(0).value()); }},
+      {"cuda_device_classic",
+       [] { return std::unique_ptr<Backend>(CudaDeviceBackend::Create(0, false).value()); }},
       {"pinned_alloc",
        [] { return std::unique_ptr<Backend>(PinnedHostBackend::Create(PinnedMode::kAlloc).value()); }},
       {"pinned_register",
@@ -33,7 +36,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(AllocatorSuite);
 
 TEST(CudaAllocatorSuiteTest, RunsWhereThereIsAGpu) {
   GENESIS_SKIP_WITHOUT_GPU() << " (the pool suite over CUDA backends did not run)";
-  EXPECT_EQ(CudaBackends().size(), 3u);
+  EXPECT_EQ(CudaBackends().size(), 4u);
 }
 
 }  // namespace

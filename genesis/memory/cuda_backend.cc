@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -16,16 +17,28 @@
 #include "genesis/cuda/device_guard.h"
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/internal/check.h"
+#include "genesis/memory/cuda_virtual_memory.h"
 
 namespace genesis::memory {
 
-absl::StatusOr<std::unique_ptr<CudaDeviceBackend>> CudaDeviceBackend::Create(int device) {
+absl::StatusOr<std::unique_ptr<CudaDeviceBackend>> CudaDeviceBackend::Create(
+    int device, bool virtual_memory) {
   GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceIndex(device));
-  return std::unique_ptr<CudaDeviceBackend>(new CudaDeviceBackend(device));
+  std::unique_ptr<VirtualMemory> vm;
+  if (virtual_memory) {
+    // Without virtual memory the pool uses classic segments only.
+    absl::StatusOr<std::unique_ptr<CudaVirtualMemory>> created =
+        CudaVirtualMemory::Create(device);
+    if (created.ok()) vm = *std::move(created);
+  }
+  return std::unique_ptr<CudaDeviceBackend>(new CudaDeviceBackend(device, std::move(vm)));
 }
 
-CudaDeviceBackend::CudaDeviceBackend(int device)
-    : device_(device), name_(absl::StrCat("cuda:", device, " device (cudaMalloc)")) {}
+CudaDeviceBackend::CudaDeviceBackend(int device, std::unique_ptr<VirtualMemory> vm)
+    : device_(device),
+      vm_(std::move(vm)),
+      name_(absl::StrCat("cuda:", device, " device (cudaMalloc",
+                         vm_ != nullptr ? ", cuMemMap" : "", ")")) {}
 
 absl::StatusOr<void*> CudaDeviceBackend::AllocateSegment(size_t bytes) {
   if (bytes == 0) {

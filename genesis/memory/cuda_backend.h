@@ -10,6 +10,9 @@
 //   ...
 //   backend->FreeSegment(segment, 64 << 20);
 //
+// Where the driver and device support virtual memory management, the backend also
+// offers it (CudaVirtualMemory), so pools put large blocks in expandable segments.
+//
 // Only in a build with CUDA (target //genesis/memory:cuda_backend); the header itself
 // includes no CUDA header.
 #ifndef GENESIS_MEMORY_CUDA_BACKEND_H_
@@ -38,8 +41,10 @@ class CudaDeviceBackend : public Backend {
 
   // A backend for CUDA device `device`. OutOfRange if that device does not exist here
   // (naming it and saying how many are visible, or why none is); FailedPrecondition in
-  // the CPU-only build. Allocates nothing.
-  static absl::StatusOr<std::unique_ptr<CudaDeviceBackend>> Create(int device);
+  // the CPU-only build. Allocates nothing. With `virtual_memory`, also sets up the
+  // device's virtual memory if it has any (without it, virtual_memory() is nullptr).
+  static absl::StatusOr<std::unique_ptr<CudaDeviceBackend>> Create(
+      int device, bool virtual_memory = true);
 
   CudaDeviceBackend(const CudaDeviceBackend&) = delete;
   CudaDeviceBackend& operator=(const CudaDeviceBackend&) = delete;
@@ -60,13 +65,17 @@ class CudaDeviceBackend : public Backend {
   Device device() const override { return Device::Cuda(device_); }
   MemoryKind kind() const override { return MemoryKind::kDevice; }
   size_t alignment() const override { return kAlignment; }
-  // "cuda:N device (cudaMalloc)".
+  // "cuda:N device (cudaMalloc)", or "cuda:N device (cudaMalloc, cuMemMap)" with
+  // virtual memory.
   std::string_view name() const override { return name_; }
+  // The device's CudaVirtualMemory, or nullptr (see Create).
+  VirtualMemory* virtual_memory() override { return vm_.get(); }
 
  private:
-  explicit CudaDeviceBackend(int device);
+  CudaDeviceBackend(int device, std::unique_ptr<VirtualMemory> vm);
 
   const int device_;
+  const std::unique_ptr<VirtualMemory> vm_;
   const std::string name_;
 };
 

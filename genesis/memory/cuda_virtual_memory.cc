@@ -1,0 +1,261 @@
+// CudaVirtualMemory (CUDA builds only).
+
+#include "genesis/memory/cuda_virtual_memory.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "genesis/core/status.h"
+#include "genesis/cuda/device_guard.h"
+#include "genesis/cuda/device_query.h"
+#include "genesis/cuda/internal/check.h"
+
+namespace genesis::memory {
+namespace {
+
+// The driver functions used here, resolved through the runtime.
+struct Driver {
+  decltype(&::cuGetErrorName) get_error_name = nullptr;
+  decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
+  decltype(&::cuMemGetAllocationGranularity) get_granularity = nullptr;
+  decltype(&::cuMemAddressReserve) address_reserve = nullptr;
+  decltype(&::cuMemAddressFree) address_free = nullptr;
+  decltype(&::cuMemCreate) create = nullptr;
+  decltype(&::cuMemRelease) release = nullptr;
+  decltype(&::cuMemMap) map = nullptr;
+  decltype(&::cuMemUnmap) unmap = nullptr;
+  decltype(&::cuMemSetAccess) set_access = nullptr;
+};
+
+template <typename Fn>
+absl::Status Resolve(const char* symbol, Fn* fn) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t err =
+      cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found);
+  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
+    cuda::IgnoreCudaError(err);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the CUDA driver does not provide ", symbol,
+        err != cudaSuccess ? absl::StrCat(" (", cudaGetErrorName(err), ")") : ""));
+  }
+  *fn = reinterpret_cast<Fn>(p);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const Driver*> LoadDriver() {
+  static const absl::StatusOr<Driver> driver = []() -> absl::StatusOr<Driver> {
+    Driver d;
+    GENESIS_RETURN_IF_ERROR(Resolve("cuGetErrorName", &d.get_error_name));
+    GENESIS_RETURN_IF_ERROR(Resolve("cuDeviceGet", &d.device_get));
+    GENESIS_RETURN_IF_ERROR(Resolve("cuDeviceGetAttribute", &d.device_get_attribute));
+    GENESIS_RETURN_IF_ERROR(Resolve("cuMemGetAllocationGranularity", &d.get_granularity));
+    GENESIS_RETURN_IF_ERROR(Resolve("cuMemAddressReserve", &d.address_reserve));
+    GENESIS_RETURN_IF_ERROR(Resolve("cuMemAddressFree", &d.address_free));
+    GENESIS_RETURN_IF_ERROR(Resolve("cuMemCreate", &d.create));
+    GENESIS_RETURN_IF_ERROR(Resolve("cuMemRelease", &d.release));
+    GENESIS_RETURN_IF_ERROR(Resolve("cuMemMap", &d.map));
+    GENESIS_RETURN_IF_ERROR(Resolve("cuMemUnmap", &d.unmap));
+    GENESIS_RETURN_IF_ERROR(Resolve("cuMemSetAccess", &d.set_access));
+    return d;
+  }();
+  if (!driver.ok()) return driver.status();
+  return &*driver;
+}
+
+// Only called once LoadDriver succeeded.
+const Driver& Api() { return **LoadDriver(); }
+
+absl::Status DriverStatus(CUresult r, const std::string& call, int device) {
+  if (r == CUDA_SUCCESS) return absl::OkStatus();
+  const char* name = nullptr;
+  if (Api().get_error_name(r, &name) != CUDA_SUCCESS || name == nullptr) name = "?";
+  const std::string text = absl::StrCat(call, " on cuda:", device, ": ", name);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) return absl::ResourceExhaustedError(text);
+  if (r == CUDA_ERROR_NOT_SUPPORTED) return absl::FailedPreconditionError(text);
+  if (r == CUDA_ERROR_INVALID_VALUE) return absl::InvalidArgumentError(text);
+  return absl::InternalError(text);
+}
+
+CUmemAllocationProp ChunkProperties(int device, bool exportable) {
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.requestedHandleTypes =
+      exportable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
+  return prop;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaVirtualMemory>> CudaVirtualMemory::Create(int device) {
+  GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceIndex(device));
+  GENESIS_ASSIGN_OR_RETURN(const Driver* d, LoadDriver());
+  // The runtime creates the device's primary context, which the driver calls need.
+  GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device));
+  GENESIS_RETURN_IF_ERROR(cuda::CudaStatus(cudaFree(nullptr), "cudaFree(nullptr)", device));
+  CUdevice dev = 0;
+  GENESIS_RETURN_IF_ERROR(DriverStatus(d->device_get(&dev, device), "cuDeviceGet", device));
+  int supported = 0;
+  GENESIS_RETURN_IF_ERROR(DriverStatus(
+      d->device_get_attribute(&supported,
+                              CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev),
+      "cuDeviceGetAttribute", device));
+  if (supported == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cuda:", device, " does not support virtual memory management"));
+  }
+  int fd_handles = 0;
+  GENESIS_RETURN_IF_ERROR(DriverStatus(
+      d->device_get_attribute(
+          &fd_handles, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev),
+      "cuDeviceGetAttribute", device));
+  const bool exportable = fd_handles != 0;
+  const CUmemAllocationProp prop = ChunkProperties(device, exportable);
+  size_t granularity = 0;
+  GENESIS_RETURN_IF_ERROR(DriverStatus(
+      d->get_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+      "cuMemGetAllocationGranularity", device));
+  std::vector<int> accessors = {device};
+  const int count = cuda::DeviceCount();
+  for (int peer = 0; peer < count; ++peer) {
+    int can = 0;
+    if (peer != device && cudaDeviceCanAccessPeer(&can, peer, device) == cudaSuccess &&
+        can != 0) {
+      accessors.push_back(peer);
+    }
+  }
+  return std::unique_ptr<CudaVirtualMemory>(
+      new CudaVirtualMemory(device, granularity, exportable, std::move(accessors)));
+}
+
+CudaVirtualMemory::CudaVirtualMemory(int device, size_t granularity, bool exportable,
+                                     std::vector<int> accessors)
+    : device_(device),
+      granularity_(granularity),
+      exportable_(exportable),
+      accessors_(std::move(accessors)) {}
+
+CudaVirtualMemory::~CudaVirtualMemory() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!handles_.empty()) {
+    cuda::internal::BestEffortDeviceSwitch on_device(device_);
+    cuda::IgnoreCudaError(cudaDeviceSynchronize());
+    std::vector<uintptr_t> addrs;
+    for (const auto& [addr, handle] : handles_) addrs.push_back(addr);
+    ReleaseChunksLocked(addrs);
+  }
+  for (const auto& [base, bytes] : reservations_) {
+    (void)Api().address_free(static_cast<CUdeviceptr>(base), bytes);
+  }
+}
+
+absl::StatusOr<void*> CudaVirtualMemory::Reserve(size_t bytes) {
+  if (bytes == 0 || bytes % granularity_ != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CudaVirtualMemory::Reserve: ", bytes, " bytes is not a positive multiple of ",
+        granularity_));
+  }
+  CUdeviceptr base = 0;
+  const CUresult r = Api().address_reserve(&base, bytes, granularity_, 0, 0);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cuMemAddressReserve(", bytes, " bytes) on cuda:", device_, ": no address space"));
+  }
+  GENESIS_RETURN_IF_ERROR(
+      DriverStatus(r, absl::StrCat("cuMemAddressReserve(", bytes, " bytes)"), device_));
+  std::lock_guard<std::mutex> lock(mu_);
+  reservations_[static_cast<uintptr_t>(base)] = bytes;
+  return reinterpret_cast<void*>(base);
+}
+
+void CudaVirtualMemory::Unreserve(void* base, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = reservations_.find(reinterpret_cast<uintptr_t>(base));
+  if (it == reservations_.end() || it->second != bytes) return;
+  (void)Api().address_free(reinterpret_cast<CUdeviceptr>(base), bytes);
+  reservations_.erase(it);
+}
+
+void CudaVirtualMemory::ReleaseChunksLocked(const std::vector<uintptr_t>& addrs) {
+  for (uintptr_t addr : addrs) {
+    auto it = handles_.find(addr);
+    if (it == handles_.end()) continue;
+    (void)Api().unmap(static_cast<CUdeviceptr>(addr), granularity_);
+    (void)Api().release(static_cast<CUmemGenericAllocationHandle>(it->second));
+    handles_.erase(it);
+  }
+}
+
+absl::Status CudaVirtualMemory::Map(void* ptr, size_t bytes) {
+  const auto start = reinterpret_cast<uintptr_t>(ptr);
+  if (bytes == 0 || start % granularity_ != 0 || bytes % granularity_ != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "CudaVirtualMemory::Map(%p, %d): not chunk-aligned (chunks of %d bytes)", ptr,
+        bytes, granularity_));
+  }
+  const Driver& d = Api();
+  const CUmemAllocationProp prop = ChunkProperties(device_, exportable_);
+  GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device_));
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uintptr_t> mapped;
+  absl::Status status;
+  for (uintptr_t addr = start; addr < start + bytes && status.ok(); addr += granularity_) {
+    CUmemGenericAllocationHandle handle = 0;
+    status = DriverStatus(d.create(&handle, granularity_, &prop, 0),
+                          absl::StrCat("cuMemCreate(", granularity_, " bytes)"), device_);
+    if (!status.ok()) break;
+    status = DriverStatus(d.map(static_cast<CUdeviceptr>(addr), granularity_, 0, handle, 0),
+                          "cuMemMap", device_);
+    if (!status.ok()) {
+      (void)d.release(handle);
+      break;
+    }
+    handles_[addr] = static_cast<uint64_t>(handle);
+    mapped.push_back(addr);
+  }
+  if (status.ok()) {
+    std::vector<CUmemAccessDesc> access(accessors_.size());
+    for (size_t i = 0; i < accessors_.size(); ++i) {
+      access[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      access[i].location.id = accessors_[i];
+      access[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    }
+    status = DriverStatus(
+        d.set_access(static_cast<CUdeviceptr>(start), bytes, access.data(), access.size()),
+        "cuMemSetAccess", device_);
+  }
+  if (!status.ok()) ReleaseChunksLocked(mapped);
+  return status;
+}
+
+absl::Status CudaVirtualMemory::Unmap(void* ptr, size_t bytes) {
+  const auto start = reinterpret_cast<uintptr_t>(ptr);
+  if (bytes == 0 || start % granularity_ != 0 || bytes % granularity_ != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "CudaVirtualMemory::Unmap(%p, %d): not chunk-aligned", ptr, bytes));
+  }
+  GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device_));
+  GENESIS_RETURN_IF_ERROR(
+      cuda::CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device_));
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uintptr_t> addrs;
+  for (uintptr_t addr = start; addr < start + bytes; addr += granularity_) {
+    if (!handles_.contains(addr)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "CudaVirtualMemory::Unmap(%p, %d): %#x is not mapped", ptr, bytes, addr));
+    }
+    addrs.push_back(addr);
+  }
+  ReleaseChunksLocked(addrs);
+  return absl::OkStatus();
+}
+
+}  // namespace genesis::memory

@@ -1,0 +1,75 @@
+// CudaVirtualMemory: VirtualMemory on a CUDA device through the driver's virtual memory
+// management (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess), the memory
+// behind expandable segments on a GPU.
+//
+// Each chunk (the device's allocation granularity, 2 MiB on current GPUs) is its own
+// physical allocation, so any chunk-aligned part of a mapping can be unmapped and its
+// memory returned. Mapped memory is readable and writable by the device and by every
+// GPU that can access it as a peer (cudaDeviceCanAccessPeer), so peer copies and kernels
+// on other GPUs work on it without further calls. The chunks are created exportable as
+// POSIX file descriptors where the device supports it (for sharing between processes).
+//
+// The driver's functions are found at run time through the CUDA runtime
+// (cudaGetDriverEntryPointByVersion), so nothing links against libcuda and a machine
+// without a driver, or a driver or device without virtual memory management, gives an
+// error from Create, never a crash. Only in a build with CUDA.
+#ifndef GENESIS_MEMORY_CUDA_VIRTUAL_MEMORY_H_
+#define GENESIS_MEMORY_CUDA_VIRTUAL_MEMORY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "genesis/memory/virtual_memory.h"
+
+namespace genesis::memory {
+
+class CudaVirtualMemory : public VirtualMemory {
+ public:
+  // Virtual memory on CUDA device `device`. FailedPrecondition when the driver lacks
+  // the functions or the device does not support virtual memory management; the CUDA
+  // error otherwise (OutOfRange for a device that does not exist).
+  static absl::StatusOr<std::unique_ptr<CudaVirtualMemory>> Create(int device);
+
+  // Unmaps and releases whatever is still mapped, and frees the reservations.
+  ~CudaVirtualMemory() override;
+
+  size_t granularity() const override { return granularity_; }
+  absl::StatusOr<void*> Reserve(size_t bytes) override;
+  void Unreserve(void* base, size_t bytes) override;
+  // ResourceExhausted when cuMemCreate runs out of device memory; InvalidArgument for a
+  // range that is not chunk-aligned; the driver's error otherwise.
+  absl::Status Map(void* ptr, size_t bytes) override;
+  // Waits for the device's work first (as cudaFree does), since unmapping memory that
+  // queued kernels still use would fault them.
+  absl::Status Unmap(void* ptr, size_t bytes) override;
+
+  int device() const { return device_; }
+  // The devices that get access to mapped memory: this one and its capable peers.
+  const std::vector<int>& accessors() const { return accessors_; }
+  // True if chunks are exportable as POSIX file descriptors.
+  bool exportable() const { return exportable_; }
+
+ private:
+  CudaVirtualMemory(int device, size_t granularity, bool exportable,
+                    std::vector<int> accessors);
+  // Unmaps and releases the chunks at `addrs` (each mapped by Map). Needs mu_.
+  void ReleaseChunksLocked(const std::vector<uintptr_t>& addrs);
+
+  const int device_;
+  const size_t granularity_;
+  const bool exportable_;
+  const std::vector<int> accessors_;
+  std::mutex mu_;
+  absl::flat_hash_map<uintptr_t, uint64_t> handles_;       // Chunk address -> handle.
+  absl::flat_hash_map<uintptr_t, size_t> reservations_;    // Base -> bytes.
+};
+
+}  // namespace genesis::memory
+
+#endif  // GENESIS_MEMORY_CUDA_VIRTUAL_MEMORY_H_

@@ -1,0 +1,158 @@
+// CudaVirtualMemory on a GPU, and device pools over it: memory that kernels, copies and
+// peers can use, chunks that come and go, and the expandable pool's behaviour on real
+// device memory. Skips (saying why) without a GPU.
+#include "genesis/memory/cuda_virtual_memory.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gtest/gtest.h"
+#include "genesis/cuda/device_query.h"
+#include "genesis/cuda/test_util.h"
+#include "genesis/memory/allocator_suite.h"
+#include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/cuda_backend.h"
+
+namespace genesis::memory {
+namespace {
+
+std::unique_ptr<CudaVirtualMemory> MakeVm(int device) {
+  auto vm = CudaVirtualMemory::Create(device);
+  EXPECT_TRUE(vm.ok()) << vm.status();
+  return vm.ok() ? *std::move(vm) : nullptr;
+}
+
+// Writes `bytes` of `value` at `p` with cudaMemset and reads them back.
+void ExpectWritable(void* p, size_t bytes, int value) {
+  ASSERT_EQ(cudaMemset(p, value, bytes), cudaSuccess);
+  std::vector<unsigned char> back(bytes);
+  ASSERT_EQ(cudaMemcpy(back.data(), p, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (size_t i = 0; i < bytes; i += 4099) ASSERT_EQ(back[i], value) << i;
+  ASSERT_EQ(back[bytes - 1], value);
+}
+
+TEST(CudaVirtualMemoryTest, MapsUsableMemoryAndReturnsIt) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  auto vm = MakeVm(0);
+  ASSERT_NE(vm, nullptr);
+  const size_t chunk = vm->granularity();
+  EXPECT_GE(chunk, size_t{4096});
+  EXPECT_EQ(chunk & (chunk - 1), 0u);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  size_t free_before = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  auto base = vm->Reserve(64 * chunk);
+  ASSERT_TRUE(base.ok()) << base.status();
+  char* p = static_cast<char*>(*base);
+  ASSERT_TRUE(vm->Map(p, 16 * chunk).ok());
+  ExpectWritable(p, 16 * chunk, 0x3c);
+  // Unmapping the middle returns its memory; the ends stay intact.
+  ASSERT_TRUE(vm->Unmap(p + 4 * chunk, 8 * chunk).ok());
+  std::vector<unsigned char> head(chunk);
+  ASSERT_EQ(cudaMemcpy(head.data(), p, chunk, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(head[chunk - 1], 0x3c);
+  ASSERT_TRUE(vm->Map(p + 4 * chunk, 8 * chunk).ok());
+  ExpectWritable(p + 4 * chunk, 8 * chunk, 0x11);
+  ASSERT_TRUE(vm->Unmap(p, 16 * chunk).ok());
+  vm->Unreserve(p, 64 * chunk);
+  size_t free_after = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  EXPECT_GE(free_after + 4 * chunk, free_before);
+}
+
+TEST(CudaVirtualMemoryTest, RejectsMisuse) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  EXPECT_EQ(CudaVirtualMemory::Create(cuda::DeviceCount()).status().code(),
+            absl::StatusCode::kOutOfRange);
+  auto vm = MakeVm(0);
+  ASSERT_NE(vm, nullptr);
+  const size_t chunk = vm->granularity();
+  EXPECT_FALSE(vm->Reserve(chunk + 1).ok());
+  auto base = vm->Reserve(4 * chunk);
+  ASSERT_TRUE(base.ok());
+  char* p = static_cast<char*>(*base);
+  EXPECT_EQ(vm->Map(p + 512, chunk).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(vm->Unmap(p, chunk).code(), absl::StatusCode::kInvalidArgument);  // Not mapped.
+  // The destructor frees the reservation.
+}
+
+TEST(CudaVirtualMemoryTest, OutOfMemoryIsResourceExhaustedAndNothingStaysMapped) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  auto vm = MakeVm(0);
+  ASSERT_NE(vm, nullptr);
+  const size_t chunk = vm->granularity();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  size_t free_bytes = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+  const size_t bytes = (total / chunk + 16) * chunk;  // More than the device has.
+  auto base = vm->Reserve(bytes);
+  ASSERT_TRUE(base.ok()) << base.status();
+  const absl::Status status = vm->Map(*base, bytes);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  size_t free_after = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  EXPECT_GE(free_after + 64 * chunk, free_bytes);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(CudaVirtualMemoryTest, ExpandablePoolMovesMemoryOnTheDevice) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  auto backend = CudaDeviceBackend::Create(0);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  AllocatorOptions options;
+  options.thread_cache_blocks = 0;
+  options.expandable_segments = ExpandableSegments::kOn;
+  auto pool = CachingAllocator::Create(*std::move(backend), options);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  CachingAllocator& p = **pool;
+  constexpr size_t kMiB8 = size_t{8} << 20;
+  void* a = *p.Allocate(kMiB8);
+  void* b = *p.Allocate(kMiB8);
+  void* c = *p.Allocate(kMiB8);
+  ASSERT_TRUE(p.Free(b).ok());
+  void* d = *p.Allocate(12 << 20);  // Takes b's memory, mapped after c.
+  EXPECT_EQ(static_cast<char*>(d), static_cast<char*>(a) + 3 * kMiB8);
+  EXPECT_EQ(p.Stats().all.reserved_bytes.current, int64_t{28} << 20);
+  ExpectWritable(d, 12 << 20, 0x7e);
+  ExpectWritable(a, kMiB8, 0x01);
+  for (void* x : {a, c, d}) ASSERT_TRUE(p.Free(x).ok());
+  EXPECT_EQ(CheckPoolInvariants(p), "");
+  ASSERT_TRUE(p.EmptyCache().ok());
+  EXPECT_EQ(p.Stats().all.reserved_bytes.current, 0);
+}
+
+TEST(CudaVirtualMemoryTest, PeersReadAndWriteMappedMemory) {
+  GENESIS_SKIP_IF_FEWER_DEVICES(2);
+  int can = 0;
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&can, 1, 0), cudaSuccess);
+  if (can == 0) GTEST_SKIP() << "cuda:1 cannot access cuda:0 as a peer";
+  auto vm = MakeVm(0);
+  ASSERT_NE(vm, nullptr);
+  EXPECT_EQ(vm->accessors().size(), static_cast<size_t>(cuda::DeviceCount()));
+  const size_t chunk = vm->granularity();
+  auto base = vm->Reserve(4 * chunk);
+  ASSERT_TRUE(base.ok());
+  ASSERT_TRUE(vm->Map(*base, 2 * chunk).ok());
+  // A copy issued on cuda:1 writes cuda:0's mapped memory, and reads it back.
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  void* remote = nullptr;
+  ASSERT_EQ(cudaMalloc(&remote, 2 * chunk), cudaSuccess);
+  ASSERT_EQ(cudaMemset(remote, 0x5d, 2 * chunk), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyPeer(*base, 0, remote, 1, 2 * chunk), cudaSuccess);
+  ASSERT_EQ(cudaMemset(remote, 0, 2 * chunk), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(remote, *base, 2 * chunk, cudaMemcpyDefault), cudaSuccess);
+  std::vector<unsigned char> back(2 * chunk);
+  ASSERT_EQ(cudaMemcpy(back.data(), remote, 2 * chunk, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back[0], 0x5d);
+  EXPECT_EQ(back[2 * chunk - 1], 0x5d);
+  ASSERT_EQ(cudaFree(remote), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_TRUE(vm->Unmap(*base, 2 * chunk).ok());
+}
+
+}  // namespace
+}  // namespace genesis::memory

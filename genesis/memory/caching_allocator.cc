@@ -329,11 +329,15 @@ VirtualMemory* ChooseVirtualMemory(Backend& backend, const AllocatorOptions& opt
                                                                  : backend.virtual_memory();
 }
 
-// Address space per expandable range: the backend's memory and an eighth more, so a
-// range rarely runs out before the memory does (another range is reserved if it does).
+// Address space per expandable range: the backend's memory and an eighth more (at most
+// 256 GiB), so a range rarely runs out before the memory does (another range is
+// reserved if it does) while many streams' ranges still fit into the address space.
 size_t ReservationSize(size_t total_bytes, size_t chunk) {
   if (chunk == 0) return 0;
-  const size_t want = total_bytes == 0 ? size_t{1} << 40 : total_bytes + total_bytes / 8;
+  constexpr size_t kMaxReservation = size_t{256} << 30;
+  const size_t want = total_bytes == 0
+                          ? kMaxReservation
+                          : std::min(total_bytes + total_bytes / 8, kMaxReservation);
   size_t rounded = 0;
   return RoundUp(want, chunk, &rounded) ? rounded : want / chunk * chunk;
 }
@@ -1194,13 +1198,19 @@ void CachingAllocator::Impl::CollectGarbageLocked(size_t segment_size, Sink* sin
 absl::StatusOr<Segment*> CachingAllocator::Impl::NewReservationLocked(size_t min_bytes,
                                                                       StreamId stream,
                                                                       Sink* sink) {
-  size_t bytes = 0;
-  if (!RoundUp(std::max(min_bytes, reservation_), chunk_, &bytes)) {
+  size_t needed = 0;
+  if (!RoundUp(min_bytes, chunk_, &needed)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Allocate: size ", min_bytes, " overflows when rounded up to chunks of ", chunk_,
         " bytes"));
   }
+  // A full-size range if the address space has room, else one just large enough.
+  size_t bytes = std::max(needed, reservation_);
   absl::StatusOr<void*> base = vm_->Reserve(bytes);
+  if (!base.ok() && bytes > needed) {
+    bytes = needed;
+    base = vm_->Reserve(bytes);
+  }
   if (!base.ok()) {
     return Annotate(base.status(), absl::StrCat("reserving ", bytes,
                                                 " bytes of address space from ",
@@ -1363,8 +1373,13 @@ absl::StatusOr<Block*> CachingAllocator::Impl::ExpandLocked(size_t size, StreamI
     end = begin + bytes;
   }
   if (u == nullptr) {
-    GENESIS_ASSIGN_OR_RETURN(Segment * s, NewReservationLocked(size, stream, sink));
-    u = s->head;
+    absl::StatusOr<Segment*> s = NewReservationLocked(size, stream, sink);
+    if (!s.ok()) {
+      why->limit_hit = false;
+      why->backend_message = std::string(s.status().message());
+      return s.status();
+    }
+    u = (*s)->head;
     begin = u->ptr;
     end = begin + chunks(size);
   }
@@ -1518,7 +1533,11 @@ absl::StatusOr<Block*> CachingAllocator::Impl::AllocateAfterOomLocked(
     sink->push_back(
         MakeEvent(AllocatorEventType::kOom, size, requested, nullptr, stream));
   }
-  return absl::ResourceExhaustedError(OomMessageLocked(requested, size, segment_size, *why));
+  // What the backend was asked for: a segment, or chunks to map.
+  const size_t needed = pool == kLarge && expandable()
+                            ? (size + chunk_ - 1) / chunk_ * chunk_
+                            : segment_size;
+  return absl::ResourceExhaustedError(OomMessageLocked(requested, size, needed, *why));
 }
 
 void CachingAllocator::Impl::Register(Block* b) {
@@ -1874,8 +1893,8 @@ std::string CachingAllocator::Impl::OomMessageLocked(size_t bytes, size_t size,
   const double fragmentation =
       cached > 0 ? std::max(0.0, 1.0 - static_cast<double>(largest) / cached) : 0.0;
   std::string msg = absl::StrFormat(
-      "%s: %s (%s) could not allocate %s (rounded to %d bytes, needing a segment of "
-      "%s). ",
+      "%s: %s (%s) could not allocate %s (rounded to %d bytes, needing at most %s "
+      "from the backend). ",
       label, backend_->device().ToString(), ToAbsl(backend_->name()), Bytes(bytes),
       size, Bytes(segment_size));
   absl::StatusOr<BackendMemoryInfo> info = backend_->MemoryInfo();

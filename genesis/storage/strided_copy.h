@@ -1,0 +1,131 @@
+// CPU copies between strided views (see layout.h) of raw buffers: gathering
+// a view into a contiguous buffer, scattering a contiguous buffer into a view,
+// and copying one view into another of the same shape.
+//
+//   // t is a transposed view of a float matrix held by `base`:
+//   std::vector<float> out(t.numel());
+//   CopyStridedToContiguous(base, t, sizeof(float), out.data());
+//
+// The copies move items of any size as raw bytes (no conversion; see
+// convert.h for that), element i of the source landing on element i of the
+// destination in row-major order. They are fast for common views: dims that
+// both views step through as one are merged, contiguous runs are copied with
+// memcpy, and a transposed 2-D block (one view walks the inner dim with a
+// large stride) is copied in cache-sized tiles. Items of 1, 2, 4 and 8 bytes
+// are copied with fixed-size moves, others with memcpy of item_size bytes.
+// Buffers need no particular alignment. Single-threaded.
+//
+// Preconditions the copies do not check (callers check them once, e.g. with
+// Layout::CheckFits, when the views are made): each view fits its base
+// buffer, the bytes read and the bytes written do not overlap, and a
+// destination view reaches each base element at most once.
+#ifndef GENESIS_STORAGE_STRIDED_COPY_H_
+#define GENESIS_STORAGE_STRIDED_COPY_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "genesis/storage/layout.h"
+
+namespace genesis::storage {
+
+// Copies the elements of the view `src` of the buffer at `base` (which points
+// at base element 0, not at src.offset()) to `dst` in row-major order, so
+// that `dst` holds src.numel() * item_size contiguous bytes. Broadcast
+// (stride-0) dims are materialised. Requires item_size >= 1.
+void CopyStridedToContiguous(const void* base, const Layout& src,
+                             size_t item_size, void* dst);
+
+// The reverse: writes the dst.numel() items at `src` (contiguous, row-major)
+// to the elements of the view `dst` of the buffer at `dst_base`. Base
+// elements the view does not reach are left unchanged. Requires
+// item_size >= 1 and that `dst` reaches no base element twice (no stride-0
+// dim of size > 1).
+void CopyContiguousToStrided(const void* src, const Layout& dst,
+                             size_t item_size, void* dst_base);
+
+// Copies every element of the view `src` of `src_base` to the element with
+// the same multi-index in the view `dst` of `dst_base`. InvalidArgument if
+// the shapes differ (naming both), if item_size is 0, or if a non-empty `dst`
+// has a stride-0 dim of size > 1 (two elements would be written to one
+// place); otherwise OK, with the copy done.
+absl::Status CopyStrided(const void* src_base, const Layout& src,
+                         void* dst_base, const Layout& dst, size_t item_size);
+
+// Implementation details shared with convert.cc; not for direct use.
+namespace strided_internal {
+
+// One loop of an element-wise pass from a source to a destination view of
+// the same shape. Strides are in elements.
+struct LoopDim {
+  int64_t size = 0;
+  int64_t src_stride = 0;
+  int64_t dst_stride = 0;
+};
+
+// The loops of an element-wise pass, reorganised for speed without changing
+// which source element lands where: size-1 dims dropped, dims ordered by
+// decreasing destination stride (the innermost loop writes with the smallest
+// stride), and neighbouring dims that both views step through as one merged.
+// dims[rank - 1] is the innermost loop; rank 0 means a single element.
+struct LoopPlan {
+  int rank = 0;
+  std::array<LoopDim, kMaxDims> dims{};
+};
+
+// Plans the pass over `shape` (numel > 0) for source and destination views
+// with the given strides.
+LoopPlan PlanLoops(absl::Span<const int64_t> shape,
+                   absl::Span<const int64_t> src_strides,
+                   absl::Span<const int64_t> dst_strides);
+
+// OK if the views have the same shape; otherwise InvalidArgument
+// "<function>: source shape [..] differs from destination shape [..]".
+absl::Status CheckSameShape(const Layout& src, const Layout& dst,
+                            std::string_view function);
+
+// OK unless the non-empty view `dst` has a stride-0 dim of size > 1, where
+// writing would put several elements in one place (InvalidArgument naming
+// the dim and `function`).
+absl::Status CheckWritable(const Layout& dst, std::string_view function);
+
+// Calls body(src, dst) for every combination of indices of the plan's outer
+// `outer` dims (once if outer is 0), with `src` and `dst` advanced by those
+// indices times the dims' strides times src_item / dst_item bytes. The body
+// handles the remaining inner dims.
+template <typename Body>
+void ForEachOuter(const LoopPlan& plan, int outer, const char* src,
+                  size_t src_item, char* dst, size_t dst_item, Body&& body) {
+  std::array<int64_t, kMaxDims> index{};
+  std::array<int64_t, kMaxDims> src_step{};
+  std::array<int64_t, kMaxDims> dst_step{};
+  for (int d = 0; d < outer; ++d) {
+    src_step[d] = plan.dims[d].src_stride * static_cast<int64_t>(src_item);
+    dst_step[d] = plan.dims[d].dst_stride * static_cast<int64_t>(dst_item);
+  }
+  while (true) {
+    body(src, dst);
+    // Odometer: bump the innermost outer dim, carrying into the ones above.
+    int d = outer - 1;
+    for (; d >= 0; --d) {
+      if (++index[d] < plan.dims[d].size) {
+        src += src_step[d];
+        dst += dst_step[d];
+        break;
+      }
+      index[d] = 0;
+      src -= (plan.dims[d].size - 1) * src_step[d];
+      dst -= (plan.dims[d].size - 1) * dst_step[d];
+    }
+    if (d < 0) return;
+  }
+}
+
+}  // namespace strided_internal
+}  // namespace genesis::storage
+
+#endif  // GENESIS_STORAGE_STRIDED_COPY_H_

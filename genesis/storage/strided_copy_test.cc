@@ -1,0 +1,312 @@
+#include "genesis/storage/strided_copy.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "genesis/storage/layout.h"
+#include "gtest/gtest.h"
+
+namespace genesis::storage {
+namespace {
+
+using strided_internal::LoopPlan;
+using strided_internal::PlanLoops;
+
+constexpr size_t kItemSizes[] = {1, 2, 4, 8, 3, 16};
+
+using Bytes = std::vector<unsigned char>;
+
+Bytes RandomBytes(std::mt19937& rng, size_t n) {
+  Bytes bytes(n);
+  for (unsigned char& b : bytes) b = static_cast<unsigned char>(rng());
+  return bytes;
+}
+
+// Calls fn(i, base_index) for each element of `layout` in row-major order:
+// the naive definition of a view, independent of the code under test.
+template <typename Fn>
+void ForEachElement(const Layout& layout, Fn fn) {
+  if (layout.numel() == 0) return;
+  std::vector<int64_t> index(layout.rank(), 0);
+  for (int64_t i = 0;; ++i) {
+    int64_t at = layout.offset();
+    for (int d = 0; d < layout.rank(); ++d) at += index[d] * layout.stride(d);
+    fn(i, at);
+    int d = layout.rank() - 1;
+    for (; d >= 0; --d) {
+      if (++index[d] < layout.size(d)) break;
+      index[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+std::vector<int64_t> BaseIndices(const Layout& layout) {
+  std::vector<int64_t> at;
+  ForEachElement(layout, [&](int64_t, int64_t a) { at.push_back(a); });
+  return at;
+}
+
+// Reference for CopyStrided: element by element.
+void NaiveCopy(const Bytes& src, const Layout& src_layout, Bytes& dst,
+               const Layout& dst_layout, size_t item) {
+  const std::vector<int64_t> from = BaseIndices(src_layout);
+  const std::vector<int64_t> to = BaseIndices(dst_layout);
+  for (size_t i = 0; i < from.size(); ++i) {
+    std::memcpy(&dst[to[i] * item], &src[from[i] * item], item);
+  }
+}
+
+int64_t Numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+// A view of the given shape over a fresh base of base_numel elements, built
+// the way users build views: a contiguous base in a random dim order,
+// permuted back, sliced with random starts and steps and, if `broadcast`,
+// some dims expanded from size 1 with stride 0.
+struct View {
+  Layout layout;
+  int64_t base_numel = 0;
+};
+
+View RandomView(std::mt19937& rng, const std::vector<int64_t>& shape,
+                bool broadcast) {
+  const auto uniform = [&rng](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const int rank = static_cast<int>(shape.size());
+  std::vector<int64_t> base_shape(rank), start(rank), step(rank);
+  std::vector<bool> expand(rank);
+  for (int d = 0; d < rank; ++d) {
+    expand[d] = broadcast && uniform(0, 4) == 0;
+    start[d] = uniform(0, 2);
+    step[d] = uniform(0, 2) == 0 ? uniform(2, 3) : 1;
+    base_shape[d] = expand[d]       ? 1
+                    : shape[d] == 0 ? uniform(0, 3)
+                                    : start[d] + (shape[d] - 1) * step[d] + 1 +
+                                          uniform(0, 1);
+  }
+  std::vector<int> perm(rank);  // Storage order of the dims.
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int64_t> stored_shape(rank);
+  std::vector<int> inverse(rank);
+  for (int i = 0; i < rank; ++i) {
+    stored_shape[i] = base_shape[perm[i]];
+    inverse[perm[i]] = i;
+  }
+  const int64_t offset = uniform(0, 3);
+  Layout layout = *Layout::Contiguous(stored_shape, offset);
+  layout = *layout.Permute(inverse);
+  for (int d = 0; d < rank; ++d) {
+    if (expand[d]) continue;
+    const int64_t stop =
+        shape[d] == 0 ? start[d] : start[d] + (shape[d] - 1) * step[d] + 1;
+    layout = *layout.Slice(d, start[d], stop, step[d]);
+  }
+  layout = *layout.Expand(shape);
+  EXPECT_EQ(std::vector<int64_t>(layout.shape().begin(), layout.shape().end()),
+            shape);
+  View view{layout, offset + Numel(stored_shape)};
+  EXPECT_TRUE(layout.CheckFits(view.base_numel).ok()) << layout;
+  return view;
+}
+
+std::vector<int64_t> RandomShape(std::mt19937& rng, int rank, int64_t max) {
+  std::vector<int64_t> shape(rank);
+  for (int64_t& s : shape) {
+    s = std::uniform_int_distribution<int64_t>(1, max)(rng);
+  }
+  if (rank > 0 && rng() % 10 == 0) shape[rng() % rank] = 0;
+  return shape;
+}
+
+// The random shapes: ranks 0 to 5 with sizes up to 6, and now and then rank
+// 8 with sizes up to 3.
+std::vector<int64_t> AnyShape(std::mt19937& rng) {
+  if (rng() % 8 == 0) return RandomShape(rng, kMaxDims, 3);
+  return RandomShape(rng, static_cast<int>(rng() % 6), 6);
+}
+
+// Checks all three copies for src -> dst views of the same shape.
+void CheckAllCopies(std::mt19937& rng, const View& src, const View& dst,
+                    size_t item) {
+  SCOPED_TRACE(testing::Message() << "item " << item << " src " << src.layout
+                                  << " dst " << dst.layout);
+  const Bytes src_base = RandomBytes(rng, src.base_numel * item);
+  const int64_t numel = src.layout.numel();
+
+  // Gather, with a guard region behind the output that must stay untouched.
+  const size_t guard = 16;
+  Bytes gathered = RandomBytes(rng, numel * item + guard);
+  Bytes expected_gathered = gathered;
+  NaiveCopy(src_base, src.layout, expected_gathered,
+            *Layout::Contiguous(src.layout.shape()), item);
+  CopyStridedToContiguous(src_base.data(), src.layout, item, gathered.data());
+  ASSERT_EQ(gathered, expected_gathered);
+
+  // Scatter the gathered items into dst's base; unreached bytes keep their
+  // values.
+  Bytes scattered = RandomBytes(rng, dst.base_numel * item);
+  Bytes expected_scattered = scattered;
+  NaiveCopy(gathered, *Layout::Contiguous(dst.layout.shape()),
+            expected_scattered, dst.layout, item);
+  CopyContiguousToStrided(gathered.data(), dst.layout, item, scattered.data());
+  ASSERT_EQ(scattered, expected_scattered);
+
+  // View to view.
+  Bytes copied = RandomBytes(rng, dst.base_numel * item);
+  Bytes expected_copied = copied;
+  NaiveCopy(src_base, src.layout, expected_copied, dst.layout, item);
+  ASSERT_TRUE(
+      CopyStrided(src_base.data(), src.layout, copied.data(), dst.layout, item)
+          .ok());
+  ASSERT_EQ(copied, expected_copied);
+}
+
+TEST(StridedCopyTest, RandomViewsMatchNaiveCopy) {
+  std::mt19937 rng(42);
+  for (size_t item : kItemSizes) {
+    for (int trial = 0; trial < 300; ++trial) {
+      const std::vector<int64_t> shape = AnyShape(rng);
+      const View src = RandomView(rng, shape, /*broadcast=*/true);
+      const View dst = RandomView(rng, shape, /*broadcast=*/false);
+      CheckAllCopies(rng, src, dst, item);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(StridedCopyTest, Scalar) {
+  for (size_t item : kItemSizes) {
+    std::mt19937 rng(7);
+    const View src{*Layout::Contiguous({}, 3), 4};
+    const View dst{*Layout::Contiguous({}, 1), 2};
+    CheckAllCopies(rng, src, dst, item);
+  }
+}
+
+TEST(StridedCopyTest, EmptyViewsCopyNothing) {
+  std::mt19937 rng(8);
+  for (size_t item : kItemSizes) {
+    const View src{*Layout::Contiguous({3, 0, 2}), 0};
+    const View dst{*Layout::Strided({3, 0, 2}, {0, 0, 0}), 0};
+    CheckAllCopies(rng, src, dst, item);
+    // Null buffers are fine when nothing is copied.
+    CopyStridedToContiguous(nullptr, src.layout, item, nullptr);
+    EXPECT_TRUE(
+        CopyStrided(nullptr, src.layout, nullptr, dst.layout, item).ok());
+  }
+}
+
+TEST(StridedCopyTest, Rank8) {
+  std::mt19937 rng(9);
+  const std::vector<int64_t> shape = {2, 3, 2, 1, 2, 3, 2, 2};
+  const Layout base = *Layout::Contiguous(shape);
+  const Layout permuted = *base.Permute({7, 2, 5, 0, 3, 6, 1, 4});
+  const Layout back = *Layout::Contiguous(permuted.shape());
+  for (size_t item : kItemSizes) {
+    CheckAllCopies(rng, {permuted, base.numel()}, {back, back.numel()}, item);
+  }
+}
+
+// Transposes big enough for several tiles, with partial tiles at the edges,
+// also inside a batch dim and with a sliced (non-unit) outer source stride.
+TEST(StridedCopyTest, TransposesUseTilesCorrectly) {
+  std::mt19937 rng(10);
+  const std::vector<std::vector<int64_t>> shapes = {
+      {67, 45}, {130, 97}, {33, 300}, {3, 70, 33}};
+  for (size_t item : kItemSizes) {
+    for (const std::vector<int64_t>& shape : shapes) {
+      const Layout base = *Layout::Contiguous(shape);
+      const int r = base.rank();
+      const Layout t = *base.Transpose(r - 2, r - 1);
+      const Layout out = *Layout::Contiguous(t.shape());
+      CheckAllCopies(rng, {t, base.numel()}, {out, out.numel()}, item);
+      // Every other column of the transpose.
+      const Layout s = *t.Slice(r - 2, 1, t.size(r - 2), 2);
+      const Layout s_out = *Layout::Contiguous(s.shape());
+      CheckAllCopies(rng, {s, base.numel()}, {s_out, s_out.numel()}, item);
+      // Transposed destination, contiguous source.
+      CheckAllCopies(rng, {out, out.numel()}, {t, base.numel()}, item);
+      // A broadcast row, transposed.
+      const Layout row = *Layout::Contiguous({shape.back(), 1});
+      const Layout wide = *row.Expand({shape.back(), 50});
+      const Layout wide_t = *wide.Transpose(0, 1);
+      const Layout wide_out = *Layout::Contiguous(wide_t.shape());
+      CheckAllCopies(rng, {wide_t, row.numel()}, {wide_out, wide_out.numel()},
+                     item);
+    }
+  }
+}
+
+TEST(StridedCopyTest, CopyStridedErrors) {
+  const Layout a = *Layout::Contiguous({2, 3});
+  const Layout b = *Layout::Contiguous({3, 2});
+  char buffer[64] = {};
+  absl::Status status = CopyStrided(buffer, a, buffer + 32, b, 1);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "CopyStrided: source shape [2, 3] differs from destination shape "
+            "[3, 2]");
+  status = CopyStrided(buffer, a, buffer + 32, a, 0);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "CopyStrided: item_size = 0");
+  const Layout broadcast = *Layout::Strided({2, 3}, {0, 1});
+  status = CopyStrided(buffer, a, buffer + 32, broadcast, 1);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("destination dim 0 has stride 0 and size 2"),
+            absl::string_view::npos)
+      << status;
+  // A broadcast source is fine, and so is a stride-0 size-1 destination dim.
+  const Layout one = *Layout::Strided({1, 3}, {0, 1});
+  EXPECT_TRUE(
+      CopyStrided(buffer, *broadcast.Slice(0, 0, 1), buffer + 32, one, 1).ok());
+}
+
+TEST(StridedCopyTest, PlanMergesAndOrdersLoops) {
+  // Contiguous to contiguous: one loop.
+  LoopPlan plan = PlanLoops({2, 3, 4}, {12, 4, 1}, {12, 4, 1});
+  ASSERT_EQ(plan.rank, 1);
+  EXPECT_EQ(plan.dims[0].size, 24);
+  EXPECT_EQ(plan.dims[0].src_stride, 1);
+  // Size-1 dims vanish; a transposed source keeps two loops, inner on the
+  // destination's unit stride.
+  plan = PlanLoops({4, 1, 6}, {1, 99, 4}, {6, 6, 1});
+  ASSERT_EQ(plan.rank, 2);
+  EXPECT_EQ(plan.dims[0].size, 4);
+  EXPECT_EQ(plan.dims[1].size, 6);
+  EXPECT_EQ(plan.dims[1].src_stride, 4);
+  EXPECT_EQ(plan.dims[1].dst_stride, 1);
+  // Loops are ordered by the destination: a transposed destination puts its
+  // unit-stride dim innermost.
+  plan = PlanLoops({4, 6}, {6, 1}, {1, 4});
+  ASSERT_EQ(plan.rank, 2);
+  EXPECT_EQ(plan.dims[1].size, 4);
+  EXPECT_EQ(plan.dims[1].dst_stride, 1);
+  EXPECT_EQ(plan.dims[1].src_stride, 6);
+  // Broadcast dims merge with each other.
+  plan = PlanLoops({2, 3, 4}, {0, 0, 1}, {12, 4, 1});
+  ASSERT_EQ(plan.rank, 2);
+  EXPECT_EQ(plan.dims[0].size, 6);
+  EXPECT_EQ(plan.dims[0].src_stride, 0);
+  // All size 1: a single element.
+  EXPECT_EQ(PlanLoops({1, 1}, {5, 7}, {1, 1}).rank, 0);
+  EXPECT_EQ(PlanLoops({}, {}, {}).rank, 0);
+}
+
+}  // namespace
+}  // namespace genesis::storage

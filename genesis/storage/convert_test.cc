@@ -18,6 +18,7 @@
 #include "genesis/core/half.h"
 #include "genesis/storage/convert_rules.h"
 #include "genesis/storage/layout.h"
+#include "genesis/storage/layout_test_util.h"
 #include "gtest/gtest.h"
 
 namespace genesis::storage {
@@ -737,23 +738,6 @@ TEST(ConvertTest, UnalignedBuffers) {
 
 // ---- Strided conversion against element-by-element conversion.
 
-// The base index of every element of `layout`, row-major.
-std::vector<int64_t> BaseIndices(const Layout& layout) {
-  std::vector<int64_t> out;
-  if (layout.numel() == 0) return out;
-  std::vector<int64_t> index(layout.rank(), 0);
-  while (true) {
-    int64_t at = layout.offset();
-    for (int d = 0; d < layout.rank(); ++d) at += index[d] * layout.stride(d);
-    out.push_back(at);
-    int d = layout.rank() - 1;
-    for (; d >= 0; --d) {
-      if (++index[d] < layout.size(d)) break;
-      index[d] = 0;
-    }
-    if (d < 0) return out;
-  }
-}
 
 void CheckStrided(const Layout& src_layout, int64_t src_numel,
                   const Layout& dst_layout, int64_t dst_numel, DType from,

@@ -1,4 +1,5 @@
 #include "genesis/storage/layout.h"
+#include "genesis/storage/layout_test_util.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -58,24 +59,6 @@ Layout Contig(std::vector<int64_t> shape, int64_t offset = 0) {
   return layout.value_or(Layout());
 }
 
-// The base index of every element of `layout`, in row-major order: the
-// definition of what a layout means, written independently of layout.cc.
-std::vector<int64_t> Indices(const Layout& layout) {
-  std::vector<int64_t> out;
-  if (layout.numel() == 0) return out;
-  std::vector<int64_t> index(layout.rank(), 0);
-  while (true) {
-    int64_t at = layout.offset();
-    for (int d = 0; d < layout.rank(); ++d) at += index[d] * layout.stride(d);
-    out.push_back(at);
-    int d = layout.rank() - 1;
-    for (; d >= 0; --d) {
-      if (++index[d] < layout.size(d)) break;
-      index[d] = 0;
-    }
-    if (d < 0) return out;
-  }
-}
 
 TEST(LayoutTest, DefaultIsScalar) {
   const Layout scalar;
@@ -457,7 +440,7 @@ TEST(LayoutTest, Chain) {
   ASSERT_TRUE(y.ok());
   y = y->Select(2, 1);
   ExpectGeometry(y, {2, 3, 4}, {2, 20, 5}, 61);
-  EXPECT_EQ(Indices(*y).front(), 61);  // x[1, 0, 0, 1]
+  EXPECT_EQ(BaseIndices(*y).front(), 61);  // x[1, 0, 0, 1]
   // y.transpose(0, 2).reshape(4, 3, 2) then unsqueeze / squeeze round trip.
   absl::StatusOr<Layout> z = y->Transpose(0, 2);
   ASSERT_TRUE(z.ok());
@@ -644,7 +627,7 @@ TEST(LayoutTest, RandomChainsMatchReference) {
         ref.shape.insert(ref.shape.begin() + d, 1);
       }
       ASSERT_EQ(Vec(layout.shape()), ref.shape);
-      ASSERT_EQ(Indices(layout), ref.at);
+      ASSERT_EQ(BaseIndices(layout), ref.at);
       // Every reached index lies in [offset, offset + extent), and the
       // extremes are reached.
       if (!ref.at.empty()) {

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "genesis/storage/layout.h"
+#include "genesis/storage/layout_test_util.h"
 #include "gtest/gtest.h"
 
 namespace genesis::storage {
@@ -51,11 +52,6 @@ void ForEachElement(const Layout& layout, Fn fn) {
   }
 }
 
-std::vector<int64_t> BaseIndices(const Layout& layout) {
-  std::vector<int64_t> at;
-  ForEachElement(layout, [&](int64_t, int64_t a) { at.push_back(a); });
-  return at;
-}
 
 // Reference for CopyStrided: element by element.
 void NaiveCopy(const Bytes& src, const Layout& src_layout, Bytes& dst,

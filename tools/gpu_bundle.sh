@@ -4,6 +4,8 @@
 # library such a machine lacks (Debian's libbenchmark), into gpu_bundle/ (git-ignored).
 # There, `gpu_bundle/run_gpu_tests.sh` runs every GPU test and ends with
 # "N passed, N failed". NCCL is not packed (it is large): the machine's own is used.
+# It also holds dlpack/: the DLPack C ABI as a shared library and the PyTorch round trip
+# (`python3 gpu_bundle/dlpack/torch_roundtrip.py gpu_bundle/dlpack/libgenesis_dlpack_c.so`).
 #   tools/gpu_bundle.sh [extra bazel flags, e.g. --//bazel:cuda_archs=sm_90,sm_100,compute_100]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +31,16 @@ for b in $benchmarks; do copy "$b" "$out/benchmarks"; done
 cp -L "$(bazel info output_base)/external/com_github_google_benchmark/lib/libbenchmark.so" \
   "$out/libbenchmark.so.1debian"
 install -m 755 tools/run_gpu_tests.sh "$out/run_gpu_tests.sh"
+
+# The DLPack C ABI for Python (tools/dlpack/torch_roundtrip.py), with the shared abseil
+# libraries it links (Debian's; the GPU machines have none).
+bazel build --config=pyext --config=cuda "$@" //tools/dlpack:libgenesis_dlpack_c.so
+pyext_bin=$(bazel info --config=pyext --config=cuda "$@" bazel-bin 2>/dev/null)
+mkdir -p "$out/dlpack"
+install -m 755 "$pyext_bin/tools/dlpack/libgenesis_dlpack_c.so" "$out/dlpack/"
+ldd "$out/dlpack/libgenesis_dlpack_c.so" | awk '/libabsl_/ {print $3}' |
+  xargs -I{} cp -L {} "$out/dlpack/"
+install -m 755 tools/dlpack/torch_roundtrip.py "$out/dlpack/"
 
 size=$(du -sm "$out" | cut -f1)
 echo "gpu_bundle: $(ls "$out/tests" | wc -l) tests, $(ls "$out/benchmarks" | wc -l) benchmarks, ${size} MiB"

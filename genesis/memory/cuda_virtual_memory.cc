@@ -14,13 +14,13 @@
 #include "genesis/cuda/device_guard.h"
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/internal/check.h"
+#include "genesis/cuda/internal/driver.h"
 
 namespace genesis::memory {
 namespace {
 
 // The driver functions used here, resolved through the runtime.
 struct Driver {
-  decltype(&::cuGetErrorName) get_error_name = nullptr;
   decltype(&::cuDeviceGet) device_get = nullptr;
   decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
   decltype(&::cuMemGetAllocationGranularity) get_granularity = nullptr;
@@ -33,36 +33,19 @@ struct Driver {
   decltype(&::cuMemSetAccess) set_access = nullptr;
 };
 
-template <typename Fn>
-absl::Status Resolve(const char* symbol, Fn* fn) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  const cudaError_t err =
-      cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found);
-  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
-    cuda::IgnoreCudaError(err);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the CUDA driver does not provide ", symbol,
-        err != cudaSuccess ? absl::StrCat(" (", cudaGetErrorName(err), ")") : ""));
-  }
-  *fn = reinterpret_cast<Fn>(p);
-  return absl::OkStatus();
-}
-
 absl::StatusOr<const Driver*> LoadDriver() {
   static const absl::StatusOr<Driver> driver = []() -> absl::StatusOr<Driver> {
     Driver d;
-    GENESIS_RETURN_IF_ERROR(Resolve("cuGetErrorName", &d.get_error_name));
-    GENESIS_RETURN_IF_ERROR(Resolve("cuDeviceGet", &d.device_get));
-    GENESIS_RETURN_IF_ERROR(Resolve("cuDeviceGetAttribute", &d.device_get_attribute));
-    GENESIS_RETURN_IF_ERROR(Resolve("cuMemGetAllocationGranularity", &d.get_granularity));
-    GENESIS_RETURN_IF_ERROR(Resolve("cuMemAddressReserve", &d.address_reserve));
-    GENESIS_RETURN_IF_ERROR(Resolve("cuMemAddressFree", &d.address_free));
-    GENESIS_RETURN_IF_ERROR(Resolve("cuMemCreate", &d.create));
-    GENESIS_RETURN_IF_ERROR(Resolve("cuMemRelease", &d.release));
-    GENESIS_RETURN_IF_ERROR(Resolve("cuMemMap", &d.map));
-    GENESIS_RETURN_IF_ERROR(Resolve("cuMemUnmap", &d.unmap));
-    GENESIS_RETURN_IF_ERROR(Resolve("cuMemSetAccess", &d.set_access));
+    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuDeviceGet", &d.device_get));
+    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuDeviceGetAttribute", &d.device_get_attribute));
+    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemGetAllocationGranularity", &d.get_granularity));
+    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemAddressReserve", &d.address_reserve));
+    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemAddressFree", &d.address_free));
+    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemCreate", &d.create));
+    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemRelease", &d.release));
+    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemMap", &d.map));
+    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemUnmap", &d.unmap));
+    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemSetAccess", &d.set_access));
     return d;
   }();
   if (!driver.ok()) return driver.status();
@@ -72,16 +55,7 @@ absl::StatusOr<const Driver*> LoadDriver() {
 // Only called once LoadDriver succeeded.
 const Driver& Api() { return **LoadDriver(); }
 
-absl::Status DriverStatus(CUresult r, const std::string& call, int device) {
-  if (r == CUDA_SUCCESS) return absl::OkStatus();
-  const char* name = nullptr;
-  if (Api().get_error_name(r, &name) != CUDA_SUCCESS || name == nullptr) name = "?";
-  const std::string text = absl::StrCat(call, " on cuda:", device, ": ", name);
-  if (r == CUDA_ERROR_OUT_OF_MEMORY) return absl::ResourceExhaustedError(text);
-  if (r == CUDA_ERROR_NOT_SUPPORTED) return absl::FailedPreconditionError(text);
-  if (r == CUDA_ERROR_INVALID_VALUE) return absl::InvalidArgumentError(text);
-  return absl::InternalError(text);
-}
+using cuda::DriverStatus;
 
 CUmemAllocationProp ChunkProperties(int device, bool exportable) {
   CUmemAllocationProp prop = {};

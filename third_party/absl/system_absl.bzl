@@ -9,6 +9,9 @@ against upstream abseil and a consumer may swap in the real one under the same n
 Headers come from the system include path (/usr/include), as in TensorFlow's
 third_party/systemlibs: declaring them would put hundreds of links into every sandbox.
 Static archives are used on purpose: binaries then run on machines without libabsl.
+They are position-dependent code, which a shared library cannot contain, so a build of
+one (the DLPack C ABI that Python loads, tools/dlpack) sets GENESIS_ABSL_LINK=shared
+(`--config=pyext`) and links the shared libraries instead.
 """
 
 # Upstream label -> pkg-config module (without the "absl_" prefix). Only modules that the
@@ -78,6 +81,7 @@ def _system_absl_impl(rctx):
         fail("system abseil not found (no absl_base.pc in %s): run tools/setup.sh " % _PC_DIRS +
              "or `apt-get install libabsl-dev`")
 
+    shared = rctx.os.environ.get("GENESIS_ABSL_LINK", "static") == "shared"
     modules = {}
     for f in rctx.path(pc_dir).readdir():
         base = f.basename
@@ -96,7 +100,7 @@ def _system_absl_impl(rctx):
             if tok == "" or tok.startswith("-L"):
                 continue
             if tok.startswith("-labsl_"):
-                archive = "lib%s.a" % tok[2:]
+                archive = ("lib%s.so" if shared else "lib%s.a") % tok[2:]
                 if not rctx.path(libdir + "/" + archive).exists:
                     fail("%s names %s but %s/%s is missing" % (base, tok, libdir, archive))
                 rctx.symlink(libdir + "/" + archive, "lib/" + archive)
@@ -120,7 +124,8 @@ def _system_absl_impl(rctx):
         lines.append('    name = "absl_%s",' % name)
         if m.archives:
             lines.append("    srcs = %s," % repr(m.archives))
-            lines.append("    linkstatic = True,")
+            if not shared:
+                lines.append("    linkstatic = True,")
         if m.linkopts:
             lines.append("    linkopts = %s," % repr(m.linkopts))
         lines.append("    deps = %s," % repr([":absl_" + r for r in m.requires if r in modules]))
@@ -145,5 +150,6 @@ def _system_absl_impl(rctx):
 system_absl = repository_rule(
     implementation = _system_absl_impl,
     local = True,
+    environ = ["GENESIS_ABSL_LINK"],
     doc = "Debian's libabsl-dev as @com_google_absl with upstream-style labels.",
 )

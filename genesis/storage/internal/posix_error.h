@@ -23,17 +23,31 @@ inline absl::Status PosixError(int err, std::string_view context) {
 }
 
 // Owns a file descriptor and closes it when destroyed; -1 means none. Close errors are
-// ignored: the descriptors here only ever back an mmap, which keeps its own reference.
+// ignored: the descriptors here back an mmap or a CUDA import, which keep their own
+// references.
 class ScopedFd {
  public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
+  explicit ScopedFd(int fd = -1) : fd_(fd) {}
   ScopedFd(const ScopedFd&) = delete;
   ScopedFd& operator=(const ScopedFd&) = delete;
+  ScopedFd(ScopedFd&& other) noexcept : fd_(other.release()) {}
+  ScopedFd& operator=(ScopedFd&& other) noexcept {
+    if (this != &other) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = other.release();
+    }
+    return *this;
+  }
   ~ScopedFd() {
     if (fd_ >= 0) ::close(fd_);
   }
-
   int get() const { return fd_; }
+  // Gives up ownership: returns the descriptor, which is then the caller's to close.
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
 
  private:
   int fd_;

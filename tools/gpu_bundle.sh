@@ -4,6 +4,8 @@
 # library such a machine lacks (Debian's libbenchmark), into gpu_bundle/ (git-ignored).
 # There, `gpu_bundle/run_gpu_tests.sh` runs every GPU test and ends with
 # "N passed, N failed". NCCL is not packed (it is large): the machine's own is used.
+# The folder is packed into gpu_bundle.tgz (git-ignored), which is what travels: unpack
+# it there with `tar xzf gpu_bundle.tgz`.
 # It also holds dlpack/: the DLPack C ABI as a shared library and the PyTorch round trip
 # (`python3 gpu_bundle/dlpack/torch_roundtrip.py gpu_bundle/dlpack/libgenesis_dlpack_c.so`).
 #   tools/gpu_bundle.sh [extra bazel flags, e.g. --//bazel:cuda_archs=sm_90,sm_100,compute_100]
@@ -42,9 +44,11 @@ ldd "$out/dlpack/libgenesis_dlpack_c.so" | awk '/libabsl_/ {print $3}' |
   xargs -I{} cp -L {} "$out/dlpack/"
 install -m 755 tools/dlpack/torch_roundtrip.py "$out/dlpack/"
 
-size=$(du -sm "$out" | cut -f1)
-echo "gpu_bundle: $(ls "$out/tests" | wc -l) tests, $(ls "$out/benchmarks" | wc -l) benchmarks, ${size} MiB"
+# What travels is the compressed archive (the binaries shrink about threefold).
+tar czf gpu_bundle.tgz "$out"
+size=$(du -m gpu_bundle.tgz | cut -f1)
+echo "gpu_bundle.tgz: $(ls "$out/tests" | wc -l) tests, $(ls "$out/benchmarks" | wc -l) benchmarks, ${size} MiB"
 if ((size >= 64)); then
-  echo "gpu_bundle: over the 64 MiB that may travel to a GPU machine" >&2
+  echo "gpu_bundle.tgz: over the 64 MiB that may travel to a GPU machine" >&2
   exit 1
 fi

@@ -1,20 +1,27 @@
 // The kernels of cuda_kernels.h and the host code that checks arguments,
 // plans the walk over the buffers (kernel_plan.h) and launches them.
 //
-// Kernel families, each templated over an element operation (a copy of a
-// word, or ConvertStored for one of the 90 pairs of distinct dtypes):
-//   * ContiguousKernel: 16-byte vector loads and stores (conversions).
+// Kernel families:
+//   * ContiguousKernel: conversions of contiguous views with 16-byte vector
+//     loads and stores, one kernel per pair of distinct dtypes (90).
 //   * TiledKernel: batches of 2-D transposes through padded shared-memory
 //     tiles, reading along the source's short stride and writing along the
 //     destination's.
 //   * StridedKernel: any views; offsets from each unit's linear index, in
 //     32-bit arithmetic where the pass fits.
-// plus FillKernel and ArangeKernel. Grids cover the work with one item per
+// plus FillKernel and ArangeKernel. The tiled and strided kernels are
+// templated over what they read (a word of a copy, or a source dtype) and
+// take the destination dtype of a conversion at run time (ConvertFromOp: the
+// same branch for every thread): ten kernels per family instead of ninety
+// keeps the device code small (each kernel costs ~10 KB of it) at the price
+// of a uniform branch per element. Grids cover the work with one item per
 // thread up to kMaxBlocks blocks, and loop beyond; those loops are not
-// unrolled, which keeps the code of the ~400 kernels small.
+// unrolled, for the same reason.
 //
 // Must be compiled without flush-to-zero (nvcc's default): conversions to
 // float32 / float64 produce subnormals (device_convert.h).
+#include "genesis/storage/kernels/cuda_kernels.h"
+
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -31,7 +38,6 @@
 #include "genesis/core/dtype.h"
 #include "genesis/core/status.h"
 #include "genesis/cuda/internal/check.h"
-#include "genesis/storage/kernels/cuda_kernels.h"
 #include "genesis/storage/kernels/device_convert.h"
 #include "genesis/storage/kernels/dtype_dispatch.h"
 #include "genesis/storage/kernels/fill.h"
@@ -73,23 +79,44 @@ __device__ inline int64_t GridThreads() {
   return static_cast<int64_t>(gridDim.x) * blockDim.x;
 }
 
-// ---- Element operations: what a kernel does to each unit.
+// ---- Element operations.
 
-// Moves a word unchanged.
-template <typename Word>
-struct CopyOp {
-  using Src = Word;
-  using Dst = Word;
-  __device__ Word operator()(Word word) const { return word; }
-};
-
-// Converts a stored From element to a stored To element.
+// Converts a stored From element to a stored To element: the operation of
+// ContiguousKernel.
 template <typename From, typename To>
 struct ConvertOp {
   using Src = StorageOf<From>;
   using Dst = StorageOf<To>;
   __device__ Dst operator()(Src value) const {
     return ConvertStored<From, To>(value);
+  }
+};
+
+// What the tiled and strided kernels do with each unit they read: store it
+// (op(unit, dst, at) writes element `at` of dst).
+
+// Stores a word unchanged.
+template <typename Word>
+struct CopyOp {
+  using Src = Word;
+  template <typename Index>
+  __device__ void operator()(Word word, void* dst, Index at) const {
+    static_cast<Word*>(dst)[at] = word;
+  }
+};
+
+// Stores a From element converted to the dtype `to` (a distinct dtype).
+template <typename From>
+struct ConvertFromOp {
+  using Src = StorageOf<From>;
+  DType to;
+  template <typename Index>
+  __device__ void operator()(Src value, void* dst, Index at) const {
+    CallForDType(to, [&]<typename To>(TypeTag<To>) {
+      if constexpr (!std::is_same_v<From, To>) {
+        static_cast<StorageOf<To>*>(dst)[at] = ConvertStored<From, To>(value);
+      }
+    });
   }
 };
 
@@ -139,8 +166,8 @@ __global__ void __launch_bounds__(kThreads)
 template <typename Op, typename Index>
 __global__ void __launch_bounds__(kThreads)
     StridedKernel(const typename Op::Src* __restrict__ src,
-                  typename Op::Dst* __restrict__ dst, Index numel,
-                  PassDims<Index> dims, Op op) {
+                  void* __restrict__ dst, Index numel, PassDims<Index> dims,
+                  Op op) {
   __shared__ PassDims<Index> shared_dims;
   if (threadIdx.x == 0) shared_dims = dims;
   __syncthreads();
@@ -151,7 +178,7 @@ __global__ void __launch_bounds__(kThreads)
     Index s;
     Index d;
     internal::OffsetsOf(shared_dims, shared_dims.rank, i, &s, &d);
-    dst[d] = op(src[s]);
+    op(src[s], dst, d);
   }
 }
 
@@ -164,8 +191,8 @@ __global__ void __launch_bounds__(kThreads)
 template <typename Op>
 __global__ void __launch_bounds__(kTile* kTileRows)
     TiledKernel(const typename Op::Src* __restrict__ src,
-                typename Op::Dst* __restrict__ dst, TilePlan plan, Op op) {
-  __shared__ typename Op::Dst tile[kTile][kTile + 1];
+                void* __restrict__ dst, TilePlan plan, Op op) {
+  __shared__ typename Op::Src tile[kTile][kTile + 1];
   __shared__ TilePlan shared_plan;
   const int tx = threadIdx.x;
   const int ty = threadIdx.y;
@@ -185,19 +212,18 @@ __global__ void __launch_bounds__(kTile* kTileRows)
       for (int k = 0; k < kTile / kTileRows; ++k) {
         const int j = ty + k * kTileRows;
         if (col0 + j < plan.cols) {
-          tile[j][tx] = op(from[(col0 + j) * plan.src_col_stride]);
+          tile[j][tx] = from[(col0 + j) * plan.src_col_stride];
         }
       }
     }
     __syncthreads();
     if (col0 + tx < plan.cols) {
-      typename Op::Dst* to =
-          dst + dst_origin + (col0 + tx) * plan.dst_col_stride;
+      const int64_t to = dst_origin + (col0 + tx) * plan.dst_col_stride;
 #pragma unroll
       for (int k = 0; k < kTile / kTileRows; ++k) {
         const int j = ty + k * kTileRows;
         if (row0 + j < plan.rows) {
-          to[(row0 + j) * plan.dst_row_stride] = tile[tx][j];
+          op(tile[tx][j], dst, to + (row0 + j) * plan.dst_row_stride);
         }
       }
     }
@@ -275,26 +301,25 @@ absl::Status CheckAligned(const void* pointer, DType dtype,
       " bytes, the size of a ", ToAbsl(DTypeName(dtype)), " element"));
 }
 
-// Launches the generic or tiled kernel of a pass of Op (a kContiguous pass
-// runs as a generic one).
+// Launches the tiled or strided kernel of a pass, storing with `op` (a
+// kContiguous pass runs as a strided one).
 template <typename Op>
-void LaunchStrided(const Pass& pass, const void* src, void* dst,
+void LaunchStrided(const Pass& pass, const void* src, void* dst, Op op,
                    cudaStream_t stream) {
   const auto* from = static_cast<const typename Op::Src*>(src);
-  auto* to = static_cast<typename Op::Dst*>(dst);
   if (pass.kind == PassKind::kTiled) {
     const TilePlan tiles = internal::PlanTiles(pass.dims);
     TiledKernel<Op>
         <<<BlocksFor(static_cast<int64_t>(tiles.count), 1),
-           dim3(kTile, kTileRows), 0, stream>>>(from, to, tiles, Op{});
+           dim3(kTile, kTileRows), 0, stream>>>(from, dst, tiles, op);
   } else if (pass.fits_32bit) {
     StridedKernel<Op, uint32_t><<<BlocksFor(pass.numel), kThreads, 0, stream>>>(
-        from, to, static_cast<uint32_t>(pass.numel),
-        internal::DimsAs<uint32_t>(pass.dims), Op{});
+        from, dst, static_cast<uint32_t>(pass.numel),
+        internal::DimsAs<uint32_t>(pass.dims), op);
   } else {
     StridedKernel<Op, uint64_t><<<BlocksFor(pass.numel), kThreads, 0, stream>>>(
-        from, to, static_cast<uint64_t>(pass.numel),
-        internal::DimsAs<uint64_t>(pass.dims), Op{});
+        from, dst, static_cast<uint64_t>(pass.numel),
+        internal::DimsAs<uint64_t>(pass.dims), op);
   }
 }
 
@@ -318,19 +343,19 @@ absl::Status CopyViews(std::string_view function, const void* src_base,
   }
   switch (pass.unit) {
     case 1:
-      LaunchStrided<CopyOp<uint8_t>>(pass, from, to, stream);
+      LaunchStrided(pass, from, to, CopyOp<uint8_t>{}, stream);
       break;
     case 2:
-      LaunchStrided<CopyOp<uint16_t>>(pass, from, to, stream);
+      LaunchStrided(pass, from, to, CopyOp<uint16_t>{}, stream);
       break;
     case 4:
-      LaunchStrided<CopyOp<uint32_t>>(pass, from, to, stream);
+      LaunchStrided(pass, from, to, CopyOp<uint32_t>{}, stream);
       break;
     case 8:
-      LaunchStrided<CopyOp<uint64_t>>(pass, from, to, stream);
+      LaunchStrided(pass, from, to, CopyOp<uint64_t>{}, stream);
       break;
     default:  // kVectorBytes, the only other word size PlanCopy picks.
-      LaunchStrided<CopyOp<uint4>>(pass, from, to, stream);
+      LaunchStrided(pass, from, to, CopyOp<uint4>{}, stream);
       break;
   }
   return LaunchStatus(function, [&] {
@@ -338,40 +363,40 @@ absl::Status CopyViews(std::string_view function, const void* src_base,
   });
 }
 
-// Launches the conversion of a planned pass from src (From elements) to dst
-// (To elements), both aligned to their element sizes.
+// Launches ContiguousKernel for numel From elements at src to To elements at
+// dst, unless no head aligns both for vectors (then returns false).
 template <typename From, typename To>
-absl::Status LaunchConvert(const Pass& pass, const char* src, char* dst,
-                           cudaStream_t stream) {
-  if constexpr (std::is_same_v<From, To>) {
-    // ConvertCuda copies equal dtypes (whose bool bytes stay as they are).
-    return absl::InternalError(
-        "ConvertCuda: no kernel converts a dtype to itself");
-  } else {
-    using Op = ConvertOp<From, To>;
-    using Src = typename Op::Src;
-    using Dst = typename Op::Dst;
-    const auto kernel = [] {
-      return absl::StrCat("the ", ToAbsl(DTypeName(DTypeOf<From>())), " -> ",
-                          ToAbsl(DTypeName(DTypeOf<To>())),
-                          " conversion kernel");
-    };
-    if (pass.kind == PassKind::kContiguous) {
-      constexpr int kVec =
-          static_cast<int>(kVectorBytes / std::min(sizeof(Src), sizeof(Dst)));
-      if (const std::optional<VectorSplit> split =
-              internal::SplitForVectors(Address(src), sizeof(Src), Address(dst),
-                                        sizeof(Dst), pass.numel, kVec)) {
-        ContiguousKernel<Op, kVec>
-            <<<BlocksFor(split->vectors), kThreads, 0, stream>>>(
-                reinterpret_cast<const Src*>(src), reinterpret_cast<Dst*>(dst),
-                pass.numel, *split, Op{});
-        return LaunchStatus("ConvertCuda", kernel);
+bool LaunchVectorConvert(int64_t numel, const char* src, char* dst,
+                         cudaStream_t stream) {
+  using Op = ConvertOp<From, To>;
+  using Src = typename Op::Src;
+  using Dst = typename Op::Dst;
+  constexpr int kVec =
+      static_cast<int>(kVectorBytes / std::min(sizeof(Src), sizeof(Dst)));
+  const std::optional<VectorSplit> split = internal::SplitForVectors(
+      Address(src), sizeof(Src), Address(dst), sizeof(Dst), numel, kVec);
+  if (!split.has_value()) return false;
+  ContiguousKernel<Op, kVec>
+      <<<BlocksFor(split->vectors), kThreads, 0, stream>>>(
+          reinterpret_cast<const Src*>(src), reinterpret_cast<Dst*>(dst), numel,
+          *split, Op{});
+  return true;
+}
+
+// Launches the conversion of a planned pass from src (From elements) to dst
+// (elements of `to`, a distinct dtype), both aligned to their element sizes.
+template <typename From>
+void LaunchConvert(const Pass& pass, const char* src, DType to, char* dst,
+                   cudaStream_t stream) {
+  bool launched = false;
+  if (pass.kind == PassKind::kContiguous) {
+    CallForDType(to, [&]<typename To>(TypeTag<To>) {
+      if constexpr (!std::is_same_v<From, To>) {
+        launched = LaunchVectorConvert<From, To>(pass.numel, src, dst, stream);
       }
-    }
-    LaunchStrided<Op>(pass, src, dst, stream);
-    return LaunchStatus("ConvertCuda", kernel);
+    });
   }
+  if (!launched) LaunchStrided(pass, src, dst, ConvertFromOp<From>{to}, stream);
 }
 
 }  // namespace
@@ -445,13 +470,15 @@ absl::Status ConvertCuda(const void* src_base, const Layout& src,
       static_cast<const char*>(src_base) + src.offset() * src_item;
   char* to = static_cast<char*>(dst_base) + dst.offset() * dst_item;
   const Pass pass = internal::PlanConvert(src, dst, ItemSize(src_type));
-  return VisitDType(
+  GENESIS_RETURN_IF_ERROR(VisitDType(
       src_type, kFunction, "src_type", [&]<typename From>(TypeTag<From>) {
-        return VisitDType(
-            dst_type, kFunction, "dst_type", [&]<typename To>(TypeTag<To>) {
-              return LaunchConvert<From, To>(pass, from, to, stream);
-            });
-      });
+        LaunchConvert<From>(pass, from, dst_type, to, stream);
+        return absl::OkStatus();
+      }));
+  return LaunchStatus(kFunction, [&] {
+    return absl::StrCat("the ", ToAbsl(DTypeName(src_type)), " -> ",
+                        ToAbsl(DTypeName(dst_type)), " conversion kernel");
+  });
 }
 
 }  // namespace genesis::storage::kernels

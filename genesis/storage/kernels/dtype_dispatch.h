@@ -1,14 +1,14 @@
 // Dispatch from a runtime DType, or a runtime element size, to a C++ type, for
 // code that instantiates one loop or one kernel per type: the CPU fills
-// (fill.cc) and the CUDA kernels (cuda_kernels.cu). Each visitor checks its
-// argument first, so an invalid value gives the same InvalidArgument message
-// everywhere:
+// (fill.cc) and the CUDA kernels (cuda_kernels.cu), whose device code uses
+// CallForDType. The Visit functions check their argument first, so an
+// invalid value gives the same InvalidArgument message everywhere:
 //
-//   return VisitDType(dtype, "ArangeHost", "dtype", [&]<typename T>(TypeTag<T>)
-//   {
-//     ...  // T is bool, uint8_t, ..., Half, BFloat16, float or double.
-//     return absl::OkStatus();
-//   });
+//   return VisitDType(dtype, "ArangeHost", "dtype",
+//                     [&]<typename T>(TypeTag<T>) {
+//                       ...  // T is bool, uint8_t, ..., float or double.
+//                       return absl::OkStatus();
+//                     });
 #ifndef GENESIS_STORAGE_KERNELS_DTYPE_DISPATCH_H_
 #define GENESIS_STORAGE_KERNELS_DTYPE_DISPATCH_H_
 
@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "genesis/core/dtype.h"
+#include "genesis/storage/convert_rules.h"  // GENESIS_HOST_DEVICE.
 
 namespace genesis::storage::kernels {
 
@@ -40,34 +41,41 @@ absl::Status CheckWordSize(size_t size, std::string_view function,
 
 namespace dispatch_internal {
 
-// Calls f for the entry of kAllDTypes equal to `dtype` (which the caller has
-// checked to be one) and returns its status.
+// Calls f(TypeTag<CppTypeOf<D>>{}) if dtype is D.
+template <DType D, typename F>
+GENESIS_HOST_DEVICE bool CallIf(DType dtype, F& f) {
+  if (dtype != D) return false;
+  f(TypeTag<CppTypeOf<D>>{});
+  return true;
+}
+
 template <typename F, size_t... kIndex>
-absl::Status VisitDTypeIn(DType dtype, F& f, std::index_sequence<kIndex...>) {
-  absl::Status status;  // OK, so Update sets it to f's result.
-  const auto visit = [&](auto tag) {
-    status.Update(f(tag));
-    return true;
-  };
-  static_cast<void>(((dtype == kAllDTypes[kIndex] &&
-                      visit(TypeTag<CppTypeOf<kAllDTypes[kIndex]>>{})) ||
-                     ...));
-  return status;
+GENESIS_HOST_DEVICE void CallForDTypeIn(DType dtype, F& f,
+                                        std::index_sequence<kIndex...>) {
+  static_cast<void>((CallIf<kAllDTypes[kIndex]>(dtype, f) || ...));
 }
 
 }  // namespace dispatch_internal
+
+// Calls f(TypeTag<T>{}) for T the C++ type of `dtype`, and does nothing if
+// dtype is not a DType. Usable in CUDA device code (the kernels switch on a
+// destination dtype with it).
+template <typename F>
+GENESIS_HOST_DEVICE void CallForDType(DType dtype, F&& f) {
+  dispatch_internal::CallForDTypeIn(
+      dtype, f, std::make_index_sequence<kAllDTypes.size()>());
+}
 
 // Checks `dtype` like CheckDType (returning its error), then returns
 // f(TypeTag<CppTypeOf<dtype>>{}). f returns absl::Status.
 template <typename F>
 absl::Status VisitDType(DType dtype, std::string_view function,
                         std::string_view argument, F&& f) {
-  if (absl::Status status = CheckDType(dtype, function, argument);
-      !status.ok()) {
-    return status;
-  }
-  return dispatch_internal::VisitDTypeIn(
-      dtype, f, std::make_index_sequence<kAllDTypes.size()>());
+  absl::Status status = CheckDType(dtype, function, argument);
+  if (!status.ok()) return status;
+  // status is OK, so Update sets it to f's result.
+  CallForDType(dtype, [&](auto tag) { status.Update(f(tag)); });
+  return status;
 }
 
 // Checks `size` like CheckWordSize (returning its error), then returns

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
+#include <atomic>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -472,6 +474,32 @@ TEST(StorageExternalTest, ReadOnlyMemoryRefusesWrites) {
   auto clone = s->Clone();  // A copy is writable again.
   ASSERT_TRUE(clone.ok());
   EXPECT_FALSE(clone->is_read_only());
+}
+
+// Storages shared between threads: copies, views and the last release race, and the
+// tracker registers and forgets from every thread.
+TEST(StorageThreadTest, SharedAcrossThreads) {
+  StorageTracker tracker;
+  auto shared = Arange(0, 4096, 1, DType::kInt32, Device::Cpu());
+  ASSERT_TRUE(shared.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        Storage copy = *shared;
+        auto view = copy.Slice(0, t, 4096, 4);
+        auto mine = Full({64}, t, DType::kInt32, Device::Cpu());
+        if (!view.ok() || !mine.ok() || view->ToVector<int32_t>()->at(1) != t + 4) {
+          failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(shared->use_count(), 1);
+  EXPECT_EQ(tracker.live_count(), 1u);
 }
 
 TEST(StorageUndefinedTest, OperationsFail) {

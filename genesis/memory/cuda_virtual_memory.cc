@@ -19,38 +19,9 @@
 namespace genesis::memory {
 namespace {
 
-// The driver functions used here, resolved through the runtime.
-struct Driver {
-  decltype(&::cuDeviceGet) device_get = nullptr;
-  decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
-  decltype(&::cuMemGetAllocationGranularity) get_granularity = nullptr;
-  decltype(&::cuMemAddressReserve) address_reserve = nullptr;
-  decltype(&::cuMemAddressFree) address_free = nullptr;
-  decltype(&::cuMemCreate) create = nullptr;
-  decltype(&::cuMemRelease) release = nullptr;
-  decltype(&::cuMemMap) map = nullptr;
-  decltype(&::cuMemUnmap) unmap = nullptr;
-  decltype(&::cuMemSetAccess) set_access = nullptr;
-};
+using Driver = cuda::VirtualMemoryApi;
 
-absl::StatusOr<const Driver*> LoadDriver() {
-  static const absl::StatusOr<Driver> driver = []() -> absl::StatusOr<Driver> {
-    Driver d;
-    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuDeviceGet", &d.device_get));
-    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuDeviceGetAttribute", &d.device_get_attribute));
-    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemGetAllocationGranularity", &d.get_granularity));
-    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemAddressReserve", &d.address_reserve));
-    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemAddressFree", &d.address_free));
-    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemCreate", &d.create));
-    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemRelease", &d.release));
-    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemMap", &d.map));
-    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemUnmap", &d.unmap));
-    GENESIS_RETURN_IF_ERROR(cuda::ResolveDriverFunction("cuMemSetAccess", &d.set_access));
-    return d;
-  }();
-  if (!driver.ok()) return driver.status();
-  return &*driver;
-}
+absl::StatusOr<const Driver*> LoadDriver() { return cuda::LoadVirtualMemoryApi(); }
 
 // Only called once LoadDriver succeeded.
 const Driver& Api() { return **LoadDriver(); }

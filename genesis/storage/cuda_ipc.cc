@@ -26,44 +26,9 @@ using cuda::DriverStatus;
 using ipc_internal::Header;
 using ipc_internal::Kind;
 
-struct Driver {
-  decltype(&::cuPointerGetAttribute) pointer_get_attribute = nullptr;
-  decltype(&::cuMemGetAddressRange) get_address_range = nullptr;
-  decltype(&::cuMemRetainAllocationHandle) retain_allocation_handle = nullptr;
-  decltype(&::cuMemExportToShareableHandle) export_handle = nullptr;
-  decltype(&::cuMemImportFromShareableHandle) import_handle = nullptr;
-  decltype(&::cuMemRelease) release = nullptr;
-  decltype(&::cuMemAddressReserve) address_reserve = nullptr;
-  decltype(&::cuMemAddressFree) address_free = nullptr;
-  decltype(&::cuMemMap) map = nullptr;
-  decltype(&::cuMemUnmap) unmap = nullptr;
-  decltype(&::cuMemSetAccess) set_access = nullptr;
-};
+using Driver = cuda::VirtualMemoryApi;
 
-absl::StatusOr<const Driver*> LoadDriver() {
-  static const absl::StatusOr<Driver> driver = []() -> absl::StatusOr<Driver> {
-    Driver d;
-    using cuda::ResolveDriverFunction;
-    GENESIS_RETURN_IF_ERROR(ResolveDriverFunction("cuPointerGetAttribute",
-                                                  &d.pointer_get_attribute));
-    GENESIS_RETURN_IF_ERROR(ResolveDriverFunction("cuMemGetAddressRange", &d.get_address_range));
-    GENESIS_RETURN_IF_ERROR(ResolveDriverFunction("cuMemRetainAllocationHandle",
-                                                  &d.retain_allocation_handle));
-    GENESIS_RETURN_IF_ERROR(
-        ResolveDriverFunction("cuMemExportToShareableHandle", &d.export_handle));
-    GENESIS_RETURN_IF_ERROR(
-        ResolveDriverFunction("cuMemImportFromShareableHandle", &d.import_handle));
-    GENESIS_RETURN_IF_ERROR(ResolveDriverFunction("cuMemRelease", &d.release));
-    GENESIS_RETURN_IF_ERROR(ResolveDriverFunction("cuMemAddressReserve", &d.address_reserve));
-    GENESIS_RETURN_IF_ERROR(ResolveDriverFunction("cuMemAddressFree", &d.address_free));
-    GENESIS_RETURN_IF_ERROR(ResolveDriverFunction("cuMemMap", &d.map));
-    GENESIS_RETURN_IF_ERROR(ResolveDriverFunction("cuMemUnmap", &d.unmap));
-    GENESIS_RETURN_IF_ERROR(ResolveDriverFunction("cuMemSetAccess", &d.set_access));
-    return d;
-  }();
-  if (!driver.ok()) return driver.status();
-  return &*driver;
-}
+absl::StatusOr<const Driver*> LoadDriver() { return cuda::LoadVirtualMemoryApi(); }
 
 // An allocation of another process opened with cudaIpcOpenMemHandle; closed when the
 // last storage over it goes.

@@ -2,6 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <initializer_list>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "genesis/core/absl_compat.h"
 #include "genesis/cuda/internal/check.h"
@@ -40,6 +43,36 @@ absl::Status DriverStatus(CUresult result, std::string_view call, int device) {
   if (result == CUDA_ERROR_NOT_SUPPORTED) return absl::FailedPreconditionError(text);
   if (result == CUDA_ERROR_INVALID_VALUE) return absl::InvalidArgumentError(text);
   return absl::InternalError(text);
+}
+
+absl::StatusOr<const VirtualMemoryApi*> LoadVirtualMemoryApi() {
+  static const absl::StatusOr<VirtualMemoryApi> api = []() -> absl::StatusOr<VirtualMemoryApi> {
+    VirtualMemoryApi d;
+    for (const auto& [symbol, fn] : std::initializer_list<std::pair<const char*, void**>>{
+             {"cuDeviceGet", reinterpret_cast<void**>(&d.device_get)},
+             {"cuDeviceGetAttribute", reinterpret_cast<void**>(&d.device_get_attribute)},
+             {"cuMemGetAllocationGranularity", reinterpret_cast<void**>(&d.get_granularity)},
+             {"cuMemAddressReserve", reinterpret_cast<void**>(&d.address_reserve)},
+             {"cuMemAddressFree", reinterpret_cast<void**>(&d.address_free)},
+             {"cuMemCreate", reinterpret_cast<void**>(&d.create)},
+             {"cuMemRelease", reinterpret_cast<void**>(&d.release)},
+             {"cuMemMap", reinterpret_cast<void**>(&d.map)},
+             {"cuMemUnmap", reinterpret_cast<void**>(&d.unmap)},
+             {"cuMemSetAccess", reinterpret_cast<void**>(&d.set_access)},
+             {"cuMemGetAddressRange", reinterpret_cast<void**>(&d.get_address_range)},
+             {"cuPointerGetAttribute", reinterpret_cast<void**>(&d.pointer_get_attribute)},
+             {"cuMemRetainAllocationHandle",
+              reinterpret_cast<void**>(&d.retain_allocation_handle)},
+             {"cuMemExportToShareableHandle", reinterpret_cast<void**>(&d.export_handle)},
+             {"cuMemImportFromShareableHandle", reinterpret_cast<void**>(&d.import_handle)},
+         }) {
+      absl::Status status = ResolveDriverSymbol(symbol, fn);
+      if (!status.ok()) return status;
+    }
+    return d;
+  }();
+  if (!api.ok()) return api.status();
+  return &*api;
 }
 
 }  // namespace genesis::cuda

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace genesis::cuda {
 
@@ -32,6 +33,30 @@ absl::Status ResolveDriverFunction(const char* symbol, Fn* fn) {
 // for device < 0) as ResourceExhausted (out of memory), FailedPrecondition (not
 // supported), InvalidArgument (invalid value) or Internal.
 absl::Status DriverStatus(CUresult result, std::string_view call, int device = -1);
+
+// The driver's virtual-memory and sharing functions (cuMem*, cuPointerGetAttribute),
+// resolved once for the process.
+struct VirtualMemoryApi {
+  decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
+  decltype(&::cuMemGetAllocationGranularity) get_granularity = nullptr;
+  decltype(&::cuMemAddressReserve) address_reserve = nullptr;
+  decltype(&::cuMemAddressFree) address_free = nullptr;
+  decltype(&::cuMemCreate) create = nullptr;
+  decltype(&::cuMemRelease) release = nullptr;
+  decltype(&::cuMemMap) map = nullptr;
+  decltype(&::cuMemUnmap) unmap = nullptr;
+  decltype(&::cuMemSetAccess) set_access = nullptr;
+  decltype(&::cuMemGetAddressRange) get_address_range = nullptr;
+  decltype(&::cuPointerGetAttribute) pointer_get_attribute = nullptr;
+  decltype(&::cuMemRetainAllocationHandle) retain_allocation_handle = nullptr;
+  decltype(&::cuMemExportToShareableHandle) export_handle = nullptr;
+  decltype(&::cuMemImportFromShareableHandle) import_handle = nullptr;
+};
+
+// The table, every entry set; FailedPrecondition naming the first function the driver
+// lacks (the same answer on every call).
+absl::StatusOr<const VirtualMemoryApi*> LoadVirtualMemoryApi();
 
 }  // namespace genesis::cuda
 

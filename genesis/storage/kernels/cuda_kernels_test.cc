@@ -362,15 +362,9 @@ TEST_F(CudaKernelsTest, CopiesRandomViews) {
 }
 
 TEST_F(CudaKernelsTest, CopiesTransposesOfOddSizes) {
-  for (const auto& [rows, cols] :
-       std::vector<std::pair<int64_t, int64_t>>{{1000, 37},
-                                                {37, 1000},
-                                                {4097, 3},
-                                                {3, 4097},
-                                                {33, 33},
-                                                {1, 1},
-                                                {31, 65},
-                                                {4096, 4096}}) {
+  std::vector<std::pair<int64_t, int64_t>> shapes = OddTransposeShapes();
+  shapes.emplace_back(4096, 4096);
+  for (const auto& [rows, cols] : shapes) {
     for (size_t item : {1, 2, 4, 8, 16, 3, 12}) {
       if (rows * cols > 1 << 20 && item != 4) continue;
       for (size_t misalign : {0, 1}) {

@@ -283,14 +283,7 @@ TEST(EmulatedCopyTest, MatchesCopyStridedOnRandomViews) {
 }
 
 TEST(EmulatedCopyTest, TransposesOfOddSizes) {
-  for (const auto& [rows, cols] :
-       std::vector<std::pair<int64_t, int64_t>>{{1000, 37},
-                                                {37, 1000},
-                                                {4097, 3},
-                                                {3, 4097},
-                                                {33, 33},
-                                                {1, 1},
-                                                {31, 65}}) {
+  for (const auto& [rows, cols] : OddTransposeShapes()) {
     for (size_t item : {1, 2, 4, 8, 16}) {
       for (size_t misalign : {0, 1}) {
         const Layout src = Contiguous({rows, cols}).Transpose(0, 1).value();

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -265,6 +266,13 @@ inline std::vector<int64_t> RandomShape(std::mt19937& rng) {
 
 // Expects got == want byte for byte; otherwise reports how many `item`-byte
 // elements differ and the first one, in hex, prefixed with `what`.
+// Transposes of awkward sizes (not multiples of a tile, one-element, thin), rows x cols.
+inline const std::vector<std::pair<int64_t, int64_t>>& OddTransposeShapes() {
+  static const auto* shapes = new std::vector<std::pair<int64_t, int64_t>>{
+      {1000, 37}, {37, 1000}, {4097, 3}, {3, 4097}, {33, 33}, {1, 1}, {31, 65}};
+  return *shapes;
+}
+
 inline void ExpectSameBytes(const Bytes& got, const Bytes& want, size_t item,
                             std::string_view what) {
   ASSERT_EQ(got.size(), want.size()) << what;

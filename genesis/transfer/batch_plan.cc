@@ -1,0 +1,549 @@
+#include "genesis/transfer/batch_plan.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "genesis/core/absl_compat.h"
+#include "genesis/core/byte_size.h"
+#include "genesis/core/status.h"
+
+namespace genesis::transfer {
+namespace {
+
+// Why a copy got its mechanism; one group per (direction, devices, rule). Declared in
+// the order of Mechanism, so that groups sort by mechanism.
+enum class Rule {
+  kHostToHost,       // kHostMemcpy
+  kFusedPinned,      // kFusedKernel: small, pinned host side, enough of them.
+  kFusedDevice,      // kFusedKernel: small device-to-device, enough of them.
+  kLarge,            // kCopyEngine: at least copy_engine_min_bytes.
+  kNotBatched,       // kCopyEngine: neither fused, large nor staged, and not batched.
+  kBatched,          // kBatchMemcpy
+  kPeerLarge,        // kPeerCopy: above fused_max_bytes.
+  kPeerFewSmall,     // kPeerCopy: small, but too few to fuse.
+  kPeerFused,        // kPeerFusedKernel
+  kNoPeerAccess,     // kStagedPeer
+  kPageableStaging,  // kPageableStaging
+};
+
+Mechanism MechanismOf(Rule rule) {
+  switch (rule) {
+    case Rule::kHostToHost:
+      return Mechanism::kHostMemcpy;
+    case Rule::kFusedPinned:
+    case Rule::kFusedDevice:
+      return Mechanism::kFusedKernel;
+    case Rule::kLarge:
+    case Rule::kNotBatched:
+      return Mechanism::kCopyEngine;
+    case Rule::kBatched:
+      return Mechanism::kBatchMemcpy;
+    case Rule::kPeerLarge:
+    case Rule::kPeerFewSmall:
+      return Mechanism::kPeerCopy;
+    case Rule::kPeerFused:
+      return Mechanism::kPeerFusedKernel;
+    case Rule::kNoPeerAccess:
+      return Mechanism::kStagedPeer;
+    case Rule::kPageableStaging:
+      return Mechanism::kPageableStaging;
+  }
+  return Mechanism::kCopyEngine;
+}
+
+// Devices in a total order: the CPU, then cuda:0, cuda:1, ...
+int DeviceKey(Device device) { return device.is_cpu() ? -1 : device.index(); }
+
+std::string Describe(size_t index, const CopyRequest& r) {
+  return absl::StrCat("request ", index, " (", r.src_device.ToString(), " -> ",
+                      r.dst_device.ToString(), ", ", r.bytes, " bytes)");
+}
+
+std::string Range(uintptr_t begin, size_t bytes) {
+  return absl::StrFormat("[%#x, %#x)", begin, begin + bytes);
+}
+
+absl::Status Invalid(size_t index, const CopyRequest& r, std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(Describe(index, r), ": ", ToAbsl(what)));
+}
+
+absl::Status CheckTopology(const Topology& topology) {
+  if (topology.device_count < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "topology: device_count is ", topology.device_count, ", must be at least 0"));
+  }
+  const auto n = static_cast<size_t>(topology.device_count);
+  if (topology.peer_access.empty()) return absl::OkStatus();
+  if (topology.peer_access.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("topology: peer_access has ", topology.peer_access.size(),
+                     " rows for ", n, " devices (must be empty or ", n, " x ", n, ")"));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (topology.peer_access[i].size() != n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("topology: peer_access row ", i, " has ",
+                       topology.peer_access[i].size(), " entries for ", n, " devices"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool CanAccess(const Topology& topology, int from, int to) {
+  return !topology.peer_access.empty() && topology.peer_access[from][to];
+}
+
+absl::Status CheckRequest(size_t index, const CopyRequest& r, const Topology& topology) {
+  for (const auto& [device, side] :
+       {std::pair{r.src_device, "source"}, std::pair{r.dst_device, "destination"}}) {
+    if (device.is_cuda() && device.index() >= topology.device_count) {
+      return Invalid(index, r,
+                     absl::StrCat(side, " device ", device.ToString(),
+                                  " is out of range: the topology has ",
+                                  topology.device_count, " CUDA devices"));
+    }
+  }
+  if (r.bytes == 0) return absl::OkStatus();
+  if (r.src == nullptr) return Invalid(index, r, "the source pointer is null");
+  if (r.dst == nullptr) return Invalid(index, r, "the destination pointer is null");
+  const auto s = reinterpret_cast<uintptr_t>(r.src);
+  const auto d = reinterpret_cast<uintptr_t>(r.dst);
+  if (r.bytes > UINTPTR_MAX - s || r.bytes > UINTPTR_MAX - d) {
+    return Invalid(index, r,
+                   absl::StrFormat("a range wraps around the address space (source "
+                                   "%#x, destination %#x)",
+                                   s, d));
+  }
+  if (r.src_device == r.dst_device && s < d + r.bytes && d < s + r.bytes) {
+    return Invalid(
+        index, r,
+        absl::StrCat("source ", Range(s, r.bytes), " and destination ", Range(d, r.bytes),
+                     " overlap on ", r.dst_device.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+struct Interval {
+  int device;  // DeviceKey
+  uintptr_t begin;
+  uintptr_t end;
+  size_t request;
+};
+
+// Destinations must not overlap any other request's destination or source.
+absl::Status CheckOverlaps(absl::Span<const CopyRequest> requests) {
+  std::vector<Interval> dsts;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const CopyRequest& r = requests[i];
+    if (r.bytes == 0) continue;
+    const auto d = reinterpret_cast<uintptr_t>(r.dst);
+    dsts.push_back({DeviceKey(r.dst_device), d, d + r.bytes, i});
+  }
+  const auto by_start = [](const Interval& a, const Interval& b) {
+    return std::tie(a.device, a.begin, a.request) <
+           std::tie(b.device, b.begin, b.request);
+  };
+  std::sort(dsts.begin(), dsts.end(), by_start);
+  // Sorted by start, an interval overlaps an earlier one if and only if it starts
+  // before the furthest end seen so far on its device.
+  for (size_t i = 1, furthest = 0; i < dsts.size(); ++i) {
+    if (dsts[i].device != dsts[furthest].device) {
+      furthest = i;
+      continue;
+    }
+    if (dsts[i].begin < dsts[furthest].end) {
+      const Interval& a = dsts[furthest];
+      const Interval& b = dsts[i];
+      const size_t later = std::max(a.request, b.request);
+      const size_t earlier = std::min(a.request, b.request);
+      const CopyRequest& rl = requests[later];
+      const CopyRequest& re = requests[earlier];
+      return Invalid(
+          later, rl,
+          absl::StrCat("destination ",
+                       Range(reinterpret_cast<uintptr_t>(rl.dst), rl.bytes), " on ",
+                       rl.dst_device.ToString(), " overlaps the destination ",
+                       Range(reinterpret_cast<uintptr_t>(re.dst), re.bytes), " of ",
+                       Describe(earlier, re)));
+    }
+    if (dsts[i].end > dsts[furthest].end) furthest = i;
+  }
+  // The destinations are now known to be disjoint, so sorted by start they are sorted
+  // by end too: the first one on a device ending after a source's start is the only
+  // candidate to overlap it.
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const CopyRequest& r = requests[i];
+    if (r.bytes == 0) continue;
+    const auto s = reinterpret_cast<uintptr_t>(r.src);
+    const Interval src{DeviceKey(r.src_device), s, s + r.bytes, i};
+    auto it = std::lower_bound(
+        dsts.begin(), dsts.end(), src, [](const Interval& dst, const Interval& key) {
+          return std::tie(dst.device, dst.end) <= std::tie(key.device, key.begin);
+        });
+    if (it == dsts.end() || it->device != src.device || it->begin >= src.end) continue;
+    // Not the request's own destination: CheckRequest rejected that.
+    const CopyRequest& w = requests[it->request];
+    return Invalid(
+        it->request, w,
+        absl::StrCat("destination ", Range(reinterpret_cast<uintptr_t>(w.dst), w.bytes),
+                     " on ", w.dst_device.ToString(), " overlaps the source ",
+                     Range(s, r.bytes), " of ", Describe(i, r)));
+  }
+  return absl::OkStatus();
+}
+
+Direction DirectionOf(const CopyRequest& r) {
+  if (r.src_device.is_cpu()) {
+    return r.dst_device.is_cpu() ? Direction::kHostToHost : Direction::kHostToDevice;
+  }
+  if (r.dst_device.is_cpu()) return Direction::kDeviceToHost;
+  return r.src_device == r.dst_device ? Direction::kDeviceToDevice : Direction::kPeer;
+}
+
+struct GroupKey {
+  Direction direction;
+  int src;
+  int dst;
+  friend bool operator<(const GroupKey& a, const GroupKey& b) {
+    return std::tie(a.direction, a.src, a.dst) < std::tie(b.direction, b.src, b.dst);
+  }
+};
+
+std::string Bytes(size_t n) { return FormatByteSize(n); }
+
+std::string ReasonFor(Rule rule, const std::vector<size_t>& members,
+                      const CopyRequest& first, const Topology& topology,
+                      const PlanOptions& o, size_t small_count, size_t batchable_count) {
+  const size_t n = members.size();
+  switch (rule) {
+    case Rule::kHostToHost:
+      return "host to host: memcpy";
+    case Rule::kFusedPinned:
+    case Rule::kFusedDevice:
+    case Rule::kPeerFused:
+      return absl::StrCat(rule == Rule::kFusedPinned ? "pinned host memory, " : "",
+                          rule == Rule::kPeerFused ? "peer access, " : "", n,
+                          " copies <= fused_max_bytes (", Bytes(o.fused_max_bytes),
+                          "), at least fused_min_count (", o.fused_min_count, ")");
+    case Rule::kLarge:
+      return absl::StrCat("each >= copy_engine_min_bytes (",
+                          Bytes(o.copy_engine_min_bytes), ")");
+    case Rule::kNotBatched:
+      if (!topology.batch_memcpy_available) {
+        return absl::StrCat("< copy_engine_min_bytes (", Bytes(o.copy_engine_min_bytes),
+                            ") and not fused; batch memcpy unavailable");
+      }
+      return absl::StrCat("< copy_engine_min_bytes (", Bytes(o.copy_engine_min_bytes),
+                          ") and not fused; only ", batchable_count,
+                          " such copies, below batch_min_count (", o.batch_min_count,
+                          ")");
+    case Rule::kBatched:
+      return absl::StrCat(n, " copies < copy_engine_min_bytes (",
+                          Bytes(o.copy_engine_min_bytes),
+                          ") and not fused, at least batch_min_count (",
+                          o.batch_min_count, "); batch memcpy available");
+    case Rule::kPeerLarge:
+      return absl::StrCat("peer access; each > fused_max_bytes (",
+                          Bytes(o.fused_max_bytes), ")");
+    case Rule::kPeerFewSmall:
+      return absl::StrCat("peer access; only ", small_count,
+                          " copies <= fused_max_bytes (", Bytes(o.fused_max_bytes),
+                          "), below fused_min_count (", o.fused_min_count, ")");
+    case Rule::kNoPeerAccess:
+      return absl::StrCat("no peer access between ", first.src_device.ToString(), " and ",
+                          first.dst_device.ToString(),
+                          ": staged through pinned host memory");
+    case Rule::kPageableStaging:
+      return absl::StrCat("pageable host memory, each >= pageable_staging_min_bytes (",
+                          Bytes(o.pageable_staging_min_bytes), ")");
+  }
+  return "";
+}
+
+// Assigns a rule to each request of one (direction, devices) group.
+std::vector<Rule> Classify(Direction direction, absl::Span<const CopyRequest> requests,
+                           const std::vector<size_t>& members, const Topology& topology,
+                           const PlanOptions& o, size_t& small_count,
+                           size_t& batchable_count) {
+  std::vector<Rule> rules(members.size());
+  small_count = 0;
+  batchable_count = 0;
+  if (direction == Direction::kHostToHost) {
+    std::fill(rules.begin(), rules.end(), Rule::kHostToHost);
+    return rules;
+  }
+  if (direction == Direction::kPeer) {
+    const CopyRequest& first = requests[members.front()];
+    const int a = first.src_device.index();
+    const int b = first.dst_device.index();
+    if (!CanAccess(topology, a, b) && !CanAccess(topology, b, a)) {
+      std::fill(rules.begin(), rules.end(), Rule::kNoPeerAccess);
+      return rules;
+    }
+    for (size_t m : members) small_count += requests[m].bytes <= o.fused_max_bytes;
+    const bool fuse = small_count >= o.fused_min_count;
+    for (size_t k = 0; k < members.size(); ++k) {
+      const bool small = requests[members[k]].bytes <= o.fused_max_bytes;
+      rules[k] = !small ? Rule::kPeerLarge
+                 : fuse ? Rule::kPeerFused
+                        : Rule::kPeerFewSmall;
+    }
+    return rules;
+  }
+  // Host to device, device to host, within a device.
+  enum Class { kSmall, kStaged, kLargeCopy, kOther };
+  std::vector<Class> classes(members.size());
+  for (size_t k = 0; k < members.size(); ++k) {
+    const CopyRequest& r = requests[members[k]];
+    const bool host_pinned = direction == Direction::kHostToDevice   ? r.src_pinned
+                             : direction == Direction::kDeviceToHost ? r.dst_pinned
+                                                                     : true;
+    if (!host_pinned && r.bytes >= o.pageable_staging_min_bytes) {
+      classes[k] = kStaged;
+    } else if (host_pinned && r.bytes <= o.fused_max_bytes) {
+      classes[k] = kSmall;
+      ++small_count;
+    } else if (r.bytes >= o.copy_engine_min_bytes) {
+      classes[k] = kLargeCopy;
+    } else {
+      classes[k] = kOther;
+    }
+  }
+  const bool fuse = small_count >= o.fused_min_count;
+  for (size_t k = 0; k < members.size(); ++k) {
+    batchable_count += classes[k] == kOther || (classes[k] == kSmall && !fuse);
+  }
+  const bool batch =
+      topology.batch_memcpy_available && batchable_count >= o.batch_min_count;
+  for (size_t k = 0; k < members.size(); ++k) {
+    switch (classes[k]) {
+      case kStaged:
+        rules[k] = Rule::kPageableStaging;
+        break;
+      case kLargeCopy:
+        rules[k] = Rule::kLarge;
+        break;
+      case kSmall:
+        if (fuse) {
+          rules[k] = direction == Direction::kDeviceToDevice ? Rule::kFusedDevice
+                                                             : Rule::kFusedPinned;
+          break;
+        }
+        [[fallthrough]];
+      case kOther:
+        rules[k] = batch ? Rule::kBatched : Rule::kNotBatched;
+        break;
+    }
+  }
+  return rules;
+}
+
+// The stream (lane) a group runs on; kStagedPeer also gets `second`.
+void StreamsFor(Rule rule, Direction direction, Device src, Device dst,
+                const Topology& topology, std::vector<StreamAssignment>& streams,
+                int& first, int& second) {
+  const auto index_of = [&](StreamAssignment s) {
+    auto it = std::find(streams.begin(), streams.end(), s);
+    if (it != streams.end()) return static_cast<int>(it - streams.begin());
+    streams.push_back(s);
+    return static_cast<int>(streams.size() - 1);
+  };
+  first = -1;
+  second = -1;
+  switch (direction) {
+    case Direction::kHostToHost:
+      return;
+    case Direction::kHostToDevice:
+      first = index_of({dst, Lane::kHostToDevice, Device::Cpu()});
+      return;
+    case Direction::kDeviceToHost:
+      first = index_of({src, Lane::kDeviceToHost, Device::Cpu()});
+      return;
+    case Direction::kDeviceToDevice:
+      first = index_of({src, Lane::kDeviceToDevice, Device::Cpu()});
+      return;
+    case Direction::kPeer:
+      break;
+  }
+  if (rule == Rule::kNoPeerAccess) {
+    first = index_of({src, Lane::kDeviceToHost, Device::Cpu()});
+    second = index_of({dst, Lane::kHostToDevice, Device::Cpu()});
+  } else if (rule == Rule::kPeerFused && !CanAccess(topology, dst.index(), src.index())) {
+    // The kernel must run where it can reach the other side: the source, pushing.
+    first = index_of({src, Lane::kPeer, dst});
+  } else {
+    // cudaMemcpyPeerAsync, and kernels that pull, on the destination's stream.
+    first = index_of({dst, Lane::kPeer, src});
+  }
+}
+
+}  // namespace
+
+std::string_view DirectionName(Direction direction) {
+  switch (direction) {
+    case Direction::kHostToHost:
+      return "h2h";
+    case Direction::kHostToDevice:
+      return "h2d";
+    case Direction::kDeviceToHost:
+      return "d2h";
+    case Direction::kDeviceToDevice:
+      return "d2d";
+    case Direction::kPeer:
+      return "peer";
+  }
+  return "?";
+}
+
+std::string_view MechanismName(Mechanism mechanism) {
+  switch (mechanism) {
+    case Mechanism::kHostMemcpy:
+      return "host_memcpy";
+    case Mechanism::kFusedKernel:
+      return "fused_kernel";
+    case Mechanism::kCopyEngine:
+      return "copy_engine";
+    case Mechanism::kBatchMemcpy:
+      return "batch_memcpy";
+    case Mechanism::kPeerCopy:
+      return "peer_copy";
+    case Mechanism::kPeerFusedKernel:
+      return "peer_fused_kernel";
+    case Mechanism::kStagedPeer:
+      return "staged_peer";
+    case Mechanism::kPageableStaging:
+      return "pageable_staging";
+  }
+  return "?";
+}
+
+std::string_view LaneName(Lane lane) {
+  switch (lane) {
+    case Lane::kHostToDevice:
+      return "h2d";
+    case Lane::kDeviceToHost:
+      return "d2h";
+    case Lane::kDeviceToDevice:
+      return "d2d";
+    case Lane::kPeer:
+      return "peer";
+  }
+  return "?";
+}
+
+std::string StreamAssignment::ToString() const {
+  std::string s = absl::StrCat(device.ToString(), "/", ToAbsl(LaneName(lane)));
+  if (lane == Lane::kPeer) absl::StrAppend(&s, ":", peer.ToString());
+  return s;
+}
+
+std::string BatchPlan::ToString() const {
+  size_t planned = 0;
+  for (const CopyGroup& g : groups) planned += g.requests.size();
+  std::string out = absl::StrCat(
+      "BatchPlan: ", group_of_request.size(), " requests (", planned, " planned, ",
+      group_of_request.size() - planned, " empty), ", FormatByteSize(total_bytes), ", ",
+      groups.size(), " groups, ", streams.size(), " streams\n");
+  absl::StrAppendFormat(&out, "  %-5s %-8s %-8s %-18s %7s %10s  %-30s %s\n", "dir",
+                        "from", "to", "mechanism", "count", "bytes", "stream", "why");
+  for (const CopyGroup& g : groups) {
+    std::string stream = "-";
+    if (g.stream >= 0) {
+      stream = absl::StrCat("#", g.stream, " ", streams[g.stream].ToString());
+    }
+    if (g.second_stream >= 0) {
+      absl::StrAppend(&stream, " + #", g.second_stream, " ",
+                      streams[g.second_stream].ToString());
+    }
+    absl::StrAppendFormat(&out, "  %-5s %-8s %-8s %-18s %7d %10s  %-30s %s\n",
+                          ToAbsl(DirectionName(g.direction)), g.src_device.ToString(),
+                          g.dst_device.ToString(), ToAbsl(MechanismName(g.mechanism)),
+                          g.requests.size(), FormatByteSize(g.bytes), stream, g.reason);
+  }
+  for (size_t i = 0; i < streams.size(); ++i) {
+    absl::StrAppend(&out, "  stream #", i, ": ", streams[i].ToString(), "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<BatchPlan> PlanBatch(absl::Span<const CopyRequest> requests,
+                                    const Topology& topology,
+                                    const PlanOptions& options) {
+  GENESIS_RETURN_IF_ERROR(CheckTopology(topology));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    GENESIS_RETURN_IF_ERROR(CheckRequest(i, requests[i], topology));
+  }
+  GENESIS_RETURN_IF_ERROR(CheckOverlaps(requests));
+
+  std::map<GroupKey, std::vector<size_t>> by_direction;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const CopyRequest& r = requests[i];
+    if (r.bytes == 0) continue;
+    by_direction[{DirectionOf(r), DeviceKey(r.src_device), DeviceKey(r.dst_device)}]
+        .push_back(i);
+  }
+
+  BatchPlan plan;
+  plan.group_of_request.assign(requests.size(), -1);
+  for (const auto& [key, members] : by_direction) {
+    size_t small_count = 0, batchable_count = 0;
+    const std::vector<Rule> rules = Classify(key.direction, requests, members, topology,
+                                             options, small_count, batchable_count);
+    // One group per rule, in the order of Rule (which follows Mechanism).
+    std::map<Rule, std::vector<size_t>> by_rule;
+    for (size_t k = 0; k < members.size(); ++k) by_rule[rules[k]].push_back(members[k]);
+    const CopyRequest& first = requests[members.front()];
+    for (auto& [rule, indices] : by_rule) {
+      CopyGroup group;
+      group.direction = key.direction;
+      group.src_device = first.src_device;
+      group.dst_device = first.dst_device;
+      group.mechanism = MechanismOf(rule);
+      group.reason = ReasonFor(rule, indices, first, topology, options, small_count,
+                               batchable_count);
+      for (size_t i : indices) {
+        // Cannot overflow: the group's destinations are disjoint ranges of one device.
+        group.bytes += requests[i].bytes;
+        plan.group_of_request[i] = static_cast<int>(plan.groups.size());
+      }
+      if (group.bytes > SIZE_MAX - plan.total_bytes) {
+        return Invalid(indices.front(), requests[indices.front()],
+                       "the batch's total size overflows size_t");
+      }
+      plan.total_bytes += group.bytes;
+      group.requests = std::move(indices);
+      StreamsFor(rule, key.direction, group.src_device, group.dst_device, topology,
+                 plan.streams, group.stream, group.second_stream);
+      plan.groups.push_back(std::move(group));
+    }
+  }
+  return plan;
+}
+
+absl::StatusOr<std::vector<CopyRequest>> MakeRequests(absl::Span<const SrcBuffer> srcs,
+                                                      absl::Span<const DstBuffer> dsts,
+                                                      absl::Span<const size_t> sizes) {
+  if (srcs.size() != dsts.size() || srcs.size() != sizes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MakeRequests: ", srcs.size(), " sources, ", dsts.size(), " destinations and ",
+        sizes.size(), " sizes: the three lists must have the same length"));
+  }
+  std::vector<CopyRequest> requests(srcs.size());
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    requests[i] = CopyRequest{srcs[i].ptr,    srcs[i].device, srcs[i].pinned, dsts[i].ptr,
+                              dsts[i].device, dsts[i].pinned, sizes[i]};
+  }
+  return requests;
+}
+
+}  // namespace genesis::transfer

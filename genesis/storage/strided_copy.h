@@ -10,10 +10,14 @@
 // convert.h for that), element i of the source landing on element i of the
 // destination in row-major order. They are fast for common views: dims that
 // both views step through as one are merged, contiguous runs are copied with
-// memcpy, and a transposed 2-D block (one view walks the inner dim with a
-// large stride) is copied in cache-sized tiles. Items of 1, 2, 4 and 8 bytes
-// are copied with fixed-size moves, others with memcpy of item_size bytes.
-// Buffers need no particular alignment. Single-threaded.
+// memcpy, and transposes (the destination's inner loop reads the source with
+// a stride while another loop reads it contiguously: 2-D transposes, batched
+// ones, N-d permutes) are copied in strips of small squares transposed in
+// registers (SSE2; AVX2 where the CPU has it, chosen at run time), with
+// non-temporal stores for copies of 8 MiB and more. Items of 1, 2, 4, 8 and 16
+// bytes are copied with fixed-size moves, other sizes below 64 bytes with two
+// overlapping word moves, larger ones with memcpy. Buffers need no particular
+// alignment. Single-threaded.
 //
 // Preconditions the copies do not check (callers check them once, e.g. with
 // Layout::CheckFits, when the views are made): each view fits its base

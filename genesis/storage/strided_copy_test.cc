@@ -249,6 +249,148 @@ TEST(StridedCopyTest, TransposesUseTilesCorrectly) {
   }
 }
 
+// Item sizes the transposes treat differently: in-register squares (1, 2,
+// 4, 8 and 16 bytes), two overlapping words (3, 5, 12), memcpy (24, 32, 40),
+// and the general loops (64).
+constexpr size_t kTransposeItemSizes[] = {1, 2,  4,  8,  16, 3,
+                                          5, 12, 24, 32, 40, 64};
+
+// Gathers, scatters and view-to-view copies of transposes of odd and thin
+// shapes, of shapes that fill few squares and of shapes whose rows span
+// whole cache lines (short and long ones), at every item size, with offsets
+// on both sides that shift the rows against cache lines.
+TEST(StridedCopyTest, TransposesOfOddSizesAndOffsets) {
+  std::mt19937 rng(11);
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1000, 37}, {37, 1000}, {4097, 3},  {3, 4097}, {17, 16},
+      {16, 17},   {96, 128},  {128, 96},  {64, 192}, {192, 64},
+      {33, 65},   {50, 2},    {1024, 20}, {20, 1024}};
+  for (size_t item : kTransposeItemSizes) {
+    for (const std::vector<int64_t>& shape : shapes) {
+      for (int64_t offset : {0, 5}) {
+        const Layout base = *Layout::Contiguous(shape, offset);
+        const Layout t = *base.Transpose(0, 1);
+        const View src{t, offset + base.numel()};
+        const Layout out = *Layout::Contiguous(t.shape(), (offset * 7) % 11);
+        const View dst{out, out.offset() + out.numel()};
+        CheckAllCopies(rng, src, dst, item);
+        CheckAllCopies(rng, dst, src, item);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Every permutation of 3-D shapes (batches of transposes, or transposes of
+// a merged pair of dims, or none), also sliced, and a few of a 4-D shape.
+TEST(StridedCopyTest, PermutesMatchNaiveCopy) {
+  std::mt19937 rng(12);
+  const std::vector<std::vector<int64_t>> shapes = {
+      {3, 70, 33}, {5, 16, 48}, {40, 3, 20}};
+  for (size_t item : kTransposeItemSizes) {
+    for (const std::vector<int64_t>& shape : shapes) {
+      std::vector<int> perm = {0, 1, 2};
+      do {
+        SCOPED_TRACE(testing::Message()
+                     << "perm " << perm[0] << perm[1] << perm[2]);
+        const Layout base = *Layout::Contiguous(shape, 2);
+        const Layout p = *base.Permute(perm);
+        const View src{p, 2 + base.numel()};
+        const Layout out = *Layout::Contiguous(p.shape(), 1);
+        const View dst{out, 1 + out.numel()};
+        CheckAllCopies(rng, src, dst, item);
+        CheckAllCopies(rng, dst, src, item);
+        // Every other index of the middle dim.
+        const Layout s = *p.Slice(1, 1, p.size(1), 2);
+        const Layout s_out = *Layout::Contiguous(s.shape());
+        CheckAllCopies(rng, {s, src.base_numel}, {s_out, s_out.numel()}, item);
+        if (HasFatalFailure()) return;
+      } while (std::next_permutation(perm.begin(), perm.end()));
+    }
+    const Layout base = *Layout::Contiguous({4, 6, 18, 10}, 3);
+    for (const std::vector<int>& perm : std::vector<std::vector<int>>{
+             {3, 2, 1, 0}, {0, 3, 1, 2}, {2, 0, 3, 1}, {1, 3, 0, 2}}) {
+      const Layout p = *base.Permute(perm);
+      const Layout out = *Layout::Contiguous(p.shape());
+      CheckAllCopies(rng, {p, 3 + base.numel()}, {out, out.numel()}, item);
+      CheckAllCopies(rng, {out, out.numel()}, {p, 3 + base.numel()}, item);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// Transposes of 8 MiB and more in all, where the copies may use
+// non-temporal stores: a batch of rows x cols matrices is gathered from the
+// transposed view of a batch of cols x rows ones and scattered back into
+// it, with the contiguous side `misalign` bytes past an allocation, checked
+// item by item with guard bytes around the output.
+TEST(StridedCopyTest, BigTransposes) {
+  // Random bytes, 8 at a time (cheaper than RandomBytes for big buffers).
+  std::mt19937_64 rng(13);
+  const auto random_bytes = [&rng](size_t n) {
+    Bytes bytes(n);
+    for (size_t i = 0; i < n; i += 8) {
+      const uint64_t word = rng();
+      std::memcpy(&bytes[i], &word, std::min<size_t>(8, n - i));
+    }
+    return bytes;
+  };
+  constexpr int64_t kBytes = int64_t{8} << 20;
+  struct Shape {
+    int64_t batch, rows, cols;
+  };
+  for (size_t item : {1, 2, 4, 8, 16, 3}) {
+    const int64_t size = static_cast<int64_t>(item);
+    // One big matrix with destination rows of whole cache lines or not,
+    // both ways; and batches of small matrices with long destination rows
+    // (whole cache lines where 1 KiB is whole items) and short ones.
+    const int64_t many = kBytes / (1024 * size) + 3;
+    const int64_t long_row = 1024 / size;
+    const std::vector<Shape> shapes = {
+        {1, many, 1024},
+        {1, 1024, many},
+        {1, many, 1000},
+        {kBytes / (21 * long_row * size) + 1, 21, long_row},
+        {kBytes / (33 * 37 * size) + 1, 33, 37}};
+    for (const Shape& shape : shapes) {
+      for (size_t misalign : {size_t{0}, size_t{12}}) {
+        const auto [batch, rows, cols] = shape;
+        SCOPED_TRACE(testing::Message()
+                     << "item " << item << " batch " << batch << " rows "
+                     << rows << " cols " << cols << " misalign " << misalign);
+        const size_t bytes = static_cast<size_t>(batch * rows * cols) * item;
+        const size_t guard = 64;
+        // The source: cols x rows matrices; their transposed view is
+        // rows x cols each.
+        const Bytes matrices = random_bytes(bytes);
+        const Layout t =
+            *Layout::Contiguous({batch, cols, rows})->Transpose(1, 2);
+        Bytes out = random_bytes(guard + misalign + bytes + guard);
+        Bytes expected = out;
+        unsigned char* gathered = out.data() + guard + misalign;
+        CopyStridedToContiguous(matrices.data(), t, item, gathered);
+        for (int64_t b = 0; b < batch; ++b) {
+          const int64_t at = b * rows * cols;
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < cols; ++c) {
+              std::memcpy(
+                  &expected[guard + misalign + (at + r * cols + c) * item],
+                  &matrices[(at + c * rows + r) * item], item);
+            }
+          }
+        }
+        ASSERT_TRUE(out == expected);
+        // And back: the gathered matrices scattered into the transposed
+        // view of a fresh buffer give the source again.
+        Bytes back = random_bytes(misalign + bytes);
+        CopyContiguousToStrided(gathered, t, item, back.data() + misalign);
+        ASSERT_TRUE(
+            std::equal(back.begin() + misalign, back.end(), matrices.begin()));
+      }
+    }
+  }
+}
+
 TEST(StridedCopyTest, CopyStridedErrors) {
   const Layout a = *Layout::Contiguous({2, 3});
   const Layout b = *Layout::Contiguous({3, 2});

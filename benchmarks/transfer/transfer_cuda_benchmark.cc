@@ -1,0 +1,124 @@
+// Pageable host memory to and from a GPU: the staging pipeline (genesis/transfer/
+// staging.h with CudaStagingEngine) against cudaMemcpy from the same pageable buffer,
+// and cudaMemcpyAsync from pinned memory, the figure the pipeline aims at, in one binary.
+//
+//   gpu_bundle/benchmarks/benchmarks_transfer_transfer_cuda_benchmark
+//       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// Each iteration moves 256 MiB once; bytes_per_second counts them once.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "genesis/transfer/cuda_staging_engine.h"
+#include "genesis/transfer/staging.h"
+
+namespace genesis::transfer {
+namespace {
+
+constexpr size_t kBytes = size_t{256} << 20;
+
+// Device, pageable and pinned buffers of kBytes, and a pipeline, made once.
+struct Buffers {
+  void* device = nullptr;
+  std::vector<char> pageable = std::vector<char>(kBytes, 1);  // Touched: no first-touch cost.
+  void* pinned = nullptr;
+  std::unique_ptr<StagingPipeline> pipeline;
+
+  Buffers() {
+    if (cudaMalloc(&device, kBytes) != cudaSuccess ||
+        cudaHostAlloc(&pinned, kBytes, cudaHostAllocDefault) != cudaSuccess) {
+      std::fprintf(stderr, "no GPU memory\n");
+      std::exit(1);
+    }
+    std::memset(pinned, 1, kBytes);
+    StagingPipeline::Options options;
+    auto engine = CudaStagingEngine::Create(0, options.num_buffers);
+    if (!engine.ok()) {
+      std::fprintf(stderr, "%s\n", engine.status().ToString().c_str());
+      std::exit(1);
+    }
+    auto made = StagingPipeline::Create(*std::move(engine), options);
+    if (!made.ok()) {
+      std::fprintf(stderr, "%s\n", made.status().ToString().c_str());
+      std::exit(1);
+    }
+    pipeline = *std::move(made);
+  }
+};
+
+Buffers& Get() {
+  static Buffers* buffers = new Buffers();
+  return *buffers;
+}
+
+void Finish(benchmark::State& state) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kBytes);
+}
+
+void BM_PageableToDevice_CudaMemcpy(benchmark::State& state) {
+  Buffers& b = Get();
+  for (auto _ : state) cudaMemcpy(b.device, b.pageable.data(), kBytes, cudaMemcpyHostToDevice);
+  Finish(state);
+}
+
+void BM_PageableToDevice_StagingPipeline(benchmark::State& state) {
+  Buffers& b = Get();
+  for (auto _ : state) {
+    if (!b.pipeline->HostToDevice(b.device, b.pageable.data(), kBytes).ok()) {
+      state.SkipWithError("pipeline failed");
+    }
+  }
+  Finish(state);
+}
+
+void BM_DeviceToPageable_CudaMemcpy(benchmark::State& state) {
+  Buffers& b = Get();
+  for (auto _ : state) cudaMemcpy(b.pageable.data(), b.device, kBytes, cudaMemcpyDeviceToHost);
+  Finish(state);
+}
+
+void BM_DeviceToPageable_StagingPipeline(benchmark::State& state) {
+  Buffers& b = Get();
+  for (auto _ : state) {
+    if (!b.pipeline->DeviceToHost(b.pageable.data(), b.device, kBytes).ok()) {
+      state.SkipWithError("pipeline failed");
+    }
+  }
+  Finish(state);
+}
+
+void BM_PinnedToDevice_CudaMemcpyAsync(benchmark::State& state) {
+  Buffers& b = Get();
+  for (auto _ : state) {
+    cudaMemcpyAsync(b.device, b.pinned, kBytes, cudaMemcpyHostToDevice, nullptr);
+    cudaStreamSynchronize(nullptr);
+  }
+  Finish(state);
+}
+
+void BM_DeviceToPinned_CudaMemcpyAsync(benchmark::State& state) {
+  Buffers& b = Get();
+  for (auto _ : state) {
+    cudaMemcpyAsync(b.pinned, b.device, kBytes, cudaMemcpyDeviceToHost, nullptr);
+    cudaStreamSynchronize(nullptr);
+  }
+  Finish(state);
+}
+
+BENCHMARK(BM_PageableToDevice_CudaMemcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PageableToDevice_StagingPipeline)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DeviceToPageable_CudaMemcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DeviceToPageable_StagingPipeline)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PinnedToDevice_CudaMemcpyAsync)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DeviceToPinned_CudaMemcpyAsync)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace genesis::transfer
+
+BENCHMARK_MAIN();

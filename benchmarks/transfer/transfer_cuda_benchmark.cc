@@ -23,12 +23,12 @@ namespace {
 
 constexpr size_t kBytes = size_t{256} << 20;
 
-// Device, pageable and pinned buffers of kBytes, and a pipeline, made once.
+// Device, pageable and pinned buffers of kBytes, made once, and pipelines made on first use.
 struct Buffers {
   void* device = nullptr;
   std::vector<char> pageable = std::vector<char>(kBytes, 1);  // Touched: no first-touch cost.
   void* pinned = nullptr;
-  std::unique_ptr<StagingPipeline> pipeline;
+  std::unique_ptr<StagingPipeline> pipelines[33];  // By host thread count.
 
   Buffers() {
     if (cudaMalloc(&device, kBytes) != cudaSuccess ||
@@ -37,7 +37,14 @@ struct Buffers {
       std::exit(1);
     }
     std::memset(pinned, 1, kBytes);
+  }
+
+  // The pipeline with `threads` host threads (default chunk and buffer settings).
+  StagingPipeline& Pipeline(int threads) {
+    std::unique_ptr<StagingPipeline>& pipeline = pipelines[threads];
+    if (pipeline != nullptr) return *pipeline;
     StagingPipeline::Options options;
+    options.num_threads = threads;
     auto engine = CudaStagingEngine::Create(0, options.num_buffers);
     if (!engine.ok()) {
       std::fprintf(stderr, "%s\n", engine.status().ToString().c_str());
@@ -49,6 +56,7 @@ struct Buffers {
       std::exit(1);
     }
     pipeline = *std::move(made);
+    return *pipeline;
   }
 };
 
@@ -70,7 +78,7 @@ void BM_PageableToDevice_CudaMemcpy(benchmark::State& state) {
 void BM_PageableToDevice_StagingPipeline(benchmark::State& state) {
   Buffers& b = Get();
   for (auto _ : state) {
-    if (!b.pipeline->HostToDevice(b.device, b.pageable.data(), kBytes).ok()) {
+    if (!b.Pipeline(state.range(0)).HostToDevice(b.device, b.pageable.data(), kBytes).ok()) {
       state.SkipWithError("pipeline failed");
     }
   }
@@ -86,7 +94,7 @@ void BM_DeviceToPageable_CudaMemcpy(benchmark::State& state) {
 void BM_DeviceToPageable_StagingPipeline(benchmark::State& state) {
   Buffers& b = Get();
   for (auto _ : state) {
-    if (!b.pipeline->DeviceToHost(b.pageable.data(), b.device, kBytes).ok()) {
+    if (!b.Pipeline(state.range(0)).DeviceToHost(b.pageable.data(), b.device, kBytes).ok()) {
       state.SkipWithError("pipeline failed");
     }
   }
@@ -112,9 +120,12 @@ void BM_DeviceToPinned_CudaMemcpyAsync(benchmark::State& state) {
 }
 
 BENCHMARK(BM_PageableToDevice_CudaMemcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_PageableToDevice_StagingPipeline)->UseRealTime()->Unit(benchmark::kMillisecond);
+// The argument is the number of host threads copying to and from the staging buffers.
+BENCHMARK(BM_PageableToDevice_StagingPipeline)
+    ->Arg(4)->Arg(8)->Arg(12)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DeviceToPageable_CudaMemcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DeviceToPageable_StagingPipeline)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DeviceToPageable_StagingPipeline)
+    ->Arg(4)->Arg(8)->Arg(12)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PinnedToDevice_CudaMemcpyAsync)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DeviceToPinned_CudaMemcpyAsync)->UseRealTime()->Unit(benchmark::kMillisecond);
 

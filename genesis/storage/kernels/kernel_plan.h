@@ -156,12 +156,25 @@ TilePlan PlanTiles(const PassDims<int64_t>& dims);
 GENESIS_HOST_DEVICE inline void TileAt(const TilePlan& plan, uint64_t tile,
                                        int64_t* src_origin, int64_t* dst_origin,
                                        int64_t* row0, int64_t* col0) {
-  *col0 = static_cast<int64_t>(tile % plan.col_tiles) * kTile;
-  tile /= plan.col_tiles;
-  *row0 = static_cast<int64_t>(tile % plan.row_tiles) * kTile;
+  uint64_t matrix;
+  if (plan.count <= UINT32_MAX) {
+    // 32-bit division, several times cheaper on a GPU, whenever the tiles allow it.
+    uint32_t t = static_cast<uint32_t>(tile);
+    const auto col_tiles = static_cast<uint32_t>(plan.col_tiles);
+    const auto row_tiles = static_cast<uint32_t>(plan.row_tiles);
+    *col0 = static_cast<int64_t>(t % col_tiles) * kTile;
+    t /= col_tiles;
+    *row0 = static_cast<int64_t>(t % row_tiles) * kTile;
+    matrix = t / row_tiles;
+  } else {
+    *col0 = static_cast<int64_t>(tile % plan.col_tiles) * kTile;
+    tile /= plan.col_tiles;
+    *row0 = static_cast<int64_t>(tile % plan.row_tiles) * kTile;
+    matrix = tile / plan.row_tiles;
+  }
   uint64_t src;
   uint64_t dst;
-  OffsetsOf(plan.batch, plan.batch.rank, tile / plan.row_tiles, &src, &dst);
+  OffsetsOf(plan.batch, plan.batch.rank, matrix, &src, &dst);
   *src_origin = static_cast<int64_t>(src);
   *dst_origin = static_cast<int64_t>(dst);
 }

@@ -454,15 +454,7 @@ absl::Status StagingPipeline::RunHostToDevice(Job& job) {
         return Annotate(s, absl::StrCat("waiting for staging buffer ", slot,
                                         " to be free for chunk ", next));
       }
-      const size_t len =
-          std::min(options_.chunk_bytes, job.bytes - next * options_.chunk_bytes);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        job.remaining[slot] =
-            Pieces(len, options_.min_piece_bytes, options_.num_threads).count;
-        ++job.released;
-      }
-      work_cv_.notify_all();
+      HandOut(job, slot, next);
       continue;
     }
     // 3. Otherwise wait for the threads to fill chunk `submitted`.
@@ -476,6 +468,17 @@ absl::Status StagingPipeline::RunHostToDevice(Job& job) {
     }
   }
   return absl::OkStatus();
+}
+
+void StagingPipeline::HandOut(Job& job, int slot, size_t chunk) {
+  const size_t len =
+      std::min(options_.chunk_bytes, job.bytes - chunk * options_.chunk_bytes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job.remaining[slot] = Pieces(len, options_.min_piece_bytes, options_.num_threads).count;
+    ++job.released;
+  }
+  work_cv_.notify_all();
 }
 
 absl::Status StagingPipeline::RunDeviceToHost(Job& job) {
@@ -505,15 +508,7 @@ absl::Status StagingPipeline::RunDeviceToHost(Job& job) {
         return Annotate(s, absl::StrCat("waiting for chunk ", confirmed,
                                         " in staging buffer ", slot));
       }
-      const size_t len =
-          std::min(options_.chunk_bytes, job.bytes - confirmed * options_.chunk_bytes);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        job.remaining[slot] =
-            Pieces(len, options_.min_piece_bytes, options_.num_threads).count;
-        ++job.released;
-      }
-      work_cv_.notify_all();
+      HandOut(job, slot, confirmed);
       ++confirmed;
       continue;
     }

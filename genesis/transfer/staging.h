@@ -279,6 +279,9 @@ class StagingPipeline {
   // Records (if needed) and waits for `slot` until the engine confirms its copies.
   absl::Status Settle(int slot);
   absl::Status QueueChunk(Job& job, size_t chunk);
+  // Gives chunk `chunk`, in staging buffer `slot`, to the host threads (its pieces to
+  // copy) and wakes them.
+  void HandOut(Job& job, int slot, size_t chunk);
   void WorkerLoop();
 
   const Options options_;

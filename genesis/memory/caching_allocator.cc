@@ -1087,6 +1087,21 @@ absl::StatusOr<Block*> CachingAllocator::Impl::NewSegmentLocked(size_t segment_s
                                                                 StreamId stream,
                                                                 Sink* sink,
                                                                 OomReason* why) {
+  // Classic segments: beyond the reserved high-water mark, fully free segments (least
+  // recently used first) go back before the backend is asked for more, so that peak
+  // reserved memory follows peak allocated memory instead of keeping segments no
+  // request fits; below it (a loop that has warmed up) nothing is released. (Expandable
+  // segments do the same with chunks in ExpandLocked.)
+  if (!expandable() &&
+      static_cast<int64_t>(segment_size) + GaugeNow(kReservedBytes, kAllPools) >
+          reserved_high_water_) {
+    ReleaseFreeSegmentsLocked(
+        [&] {
+          return GaugeNow(kReservedBytes, kAllPools) + static_cast<int64_t>(segment_size) <=
+                 reserved_high_water_;
+        },
+        sink);
+  }
   const size_t reserved = static_cast<size_t>(GaugeNow(kReservedBytes, kAllPools));
   if (allowed_max_ != kNoLimit &&
       (segment_size > allowed_max_ || reserved > allowed_max_ - segment_size)) {
@@ -1120,6 +1135,8 @@ absl::StatusOr<Block*> CachingAllocator::Impl::NewSegmentLocked(size_t segment_s
   AddGauge(kReservedBytes, pool, static_cast<int64_t>(segment_size));
   AddGauge(kCachedBytes, pool, static_cast<int64_t>(segment_size));
   num_segments_.fetch_add(1, std::memory_order_relaxed);
+  reserved_high_water_ =
+      std::max(reserved_high_water_, GaugeNow(kReservedBytes, kAllPools));
   Count(kNumSegmentAllocs);
   ++segment_size_count_[segment_size];
   InsertFreeLocked(b);

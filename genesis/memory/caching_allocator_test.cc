@@ -163,8 +163,8 @@ TEST(CachingAllocatorTest, AdaptiveCachingKeepsRecurringSizes) {
   // 30 MiB recurs (two segments of that size); 32 MiB is seen once.
   void* a = *p.pool->Allocate(30 * kMiB);
   void* a2 = *p.pool->Allocate(30 * kMiB);
-  ASSERT_TRUE(p.pool->Free(a2).ok());
   void* b = *p.pool->Allocate(32 * kMiB);
+  ASSERT_TRUE(p.pool->Free(a2).ok());
   ASSERT_TRUE(p.pool->Free(b).ok());  // Cached 62 MiB: drops the newer, one-off 32 MiB.
   auto snap = p.pool->Snapshot();
   ASSERT_EQ(snap.size(), 2u);
@@ -295,6 +295,39 @@ TEST(CachingAllocatorTest, DestructionReturnsEverySegment) {
   EXPECT_TRUE(state->violations().empty());
 }
 
+// Classic segments: growing past the reserved high-water mark first returns fully
+// free segments (least recently used first), just enough to stay at the mark.
+TEST(CachingAllocatorTest, GrowingPastTheHighWaterMarkReleasesFreeSegments) {
+  AllocatorOptions o;
+  o.expandable_segments = ExpandableSegments::kOff;
+  o.thread_cache_blocks = 0;
+  Pool p = MakePool(o, TestBackend::FakeCuda());
+  void* a = *p.pool->Allocate(30 * kMiB);
+  void* b = *p.pool->Allocate(30 * kMiB);
+  void* c = *p.pool->Allocate(30 * kMiB);  // High-water mark: 90 MiB.
+  for (void* x : {a, b, c}) ASSERT_TRUE(p.pool->Free(x).ok());
+  void* d = *p.pool->Allocate(40 * kMiB);  // No free block fits: two 30s go first.
+  MemoryStats st = p.pool->Stats();
+  EXPECT_EQ(st.num_segments, 2);
+  EXPECT_EQ(st.all.reserved_bytes.current, static_cast<int64_t>(70 * kMiB));
+  EXPECT_EQ(st.all.reserved_bytes.peak, static_cast<int64_t>(90 * kMiB));
+  auto snap = p.pool->Snapshot();
+  ASSERT_EQ(snap.size(), 2u);
+  EXPECT_TRUE(snap[0].address == c || snap[1].address == c);  // The most recent 30 stays.
+  // Below the mark nothing goes back: a loop over these sizes reuses what it has.
+  const int64_t allocs = st.num_segment_allocs;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(p.pool->Free(d).ok());
+    void* e = *p.pool->Allocate(30 * kMiB);
+    void* f = *p.pool->Allocate(35 * kMiB);
+    ASSERT_TRUE(p.pool->Free(e).ok());
+    ASSERT_TRUE(p.pool->Free(f).ok());
+    d = *p.pool->Allocate(40 * kMiB);
+  }
+  EXPECT_EQ(p.pool->Stats().num_segment_allocs, allocs);
+  ASSERT_TRUE(p.pool->Free(d).ok());
+}
+
 TEST(CachingAllocatorTest, RoundupPowerOfTwoDivisions) {
   AllocatorOptions o;
   o.roundup_power2_divisions = 4;
@@ -311,10 +344,14 @@ TEST(CachingAllocatorTest, MaxSplitSizeKeepsLargeBlocksWhole) {
   o.max_split_size = 16 * kMiB;
   o.thread_cache_blocks = 0;
   Pool p = MakePool(o, TestBackend::FakeCuda());
+  // An older free segment, so that growing for `small` returns it rather than `big`
+  // (GrowingPastTheHighWaterMarkReleasesFreeSegments).
+  void* pad = *p.pool->Allocate(30 * kMiB);
   void* big = *p.pool->Allocate(40 * kMiB);
+  ASSERT_TRUE(p.pool->Free(pad).ok());
   ASSERT_TRUE(p.pool->Free(big).ok());
   void* small = *p.pool->Allocate(4 * kMiB);  // Does not carve the 40 MiB block.
-  EXPECT_NE(small, big);
+  EXPECT_FALSE(small >= big && small < static_cast<char*>(big) + 40 * kMiB);
   void* again = *p.pool->Allocate(39 * kMiB);  // Oversize block, little waste: reused.
   EXPECT_EQ(again, big);
   for (void* x : {small, again}) ASSERT_TRUE(p.pool->Free(x).ok());

@@ -248,7 +248,7 @@ constexpr auto kExpandable = memory::ExpandableSegments::kOn;
 INSTANTIATE_TEST_SUITE_P(
     Traces, SyntheticReplayTest,
     ::testing::Values(SyntheticCase{"transformer", &TransformerTrainingTrace, kClassic, 1.11},
-                      SyntheticCase{"cnn", &CnnTrainingTrace, kClassic, 1.13},
+                      SyntheticCase{"cnn", &CnnTrainingTrace, kClassic, 1.03},
                       SyntheticCase{"transformer_expandable", &TransformerTrainingTrace,
                                     kExpandable, 1.03},
                       SyntheticCase{"cnn_expandable", &CnnTrainingTrace, kExpandable, 1.02}),
@@ -269,8 +269,9 @@ TEST(SyntheticTraceTest, DeterministicPerSeed) {
 // The traces recorded with PyTorch (traces/); skipped when the files are not
 // there (run from the repository root, or with //traces as data under Bazel).
 // Expandable segments (the default where virtual memory exists) must meet the
-// targets: 1.03 on transformer training, 1.02 on CNN training. Classic segments
-// are bounded by their measured ratio rounded up to 0.01; PyTorch's own
+// targets: 1.03 on transformer training, 1.02 on CNN training; classic segments
+// 1.10 (they release fully free segments before growing past their high-water
+// mark). PyTorch's own
 // allocator reached 1.114 (GPT-2) and 1.299 (ResNet-50) on the same steps, and
 // 1.070 / 1.021 with its expandable segments.
 TEST(RecordedTraceTest, ReplaysBetterThanPyTorch) {
@@ -285,8 +286,8 @@ TEST(RecordedTraceTest, ReplaysBetterThanPyTorch) {
   for (const Recorded &t :
        {Recorded{"traces/gpt2_small_train.trace.gz", kExpandable, 1.03, 8},
         Recorded{"traces/resnet50_train.trace.gz", kExpandable, 1.02, 8},
-        Recorded{"traces/gpt2_small_train.trace.gz", kClassic, 1.11, 8},
-        Recorded{"traces/resnet50_train.trace.gz", kClassic, 1.29, 8}}) {
+        Recorded{"traces/gpt2_small_train.trace.gz", kClassic, 1.10, 8},
+        Recorded{"traces/resnet50_train.trace.gz", kClassic, 1.10, 8}}) {
     if (!std::ifstream(t.path).good()) {
       GTEST_SKIP() << t.path << " not found from "
                    << "the working directory";

@@ -162,7 +162,8 @@ class Storage {
   // The pool's block holding the memory (base_ptr(), or before it when the alignment
   // asked exceeded the pool's); nullptr for external memory.
   const void* pool_block() const;
-  // Where the memory was made (file:line of the factory's caller).
+  // Where the memory was made: the file:line of the factory's caller; for a storage
+  // made by To, Clone or Contiguous, that of the storage it copies.
   std::source_location where() const;
   // "float32[2, 3] cuda:0 (strides [3, 1] offset 0)".
   std::string ToString() const;

@@ -274,6 +274,19 @@ constexpr DeviceCase kDevices[] = {
     {Device::Cuda(5), false},
 };
 
+// ExpectRoundTrip for `layout` over `data` with every dtype on every device case.
+void ExpectRoundTripEverywhere(void* data, const Layout& layout) {
+  for (DType dtype : kAllDTypes) {
+    for (const DeviceCase& device : kDevices) {
+      ExpectRoundTrip({.data = data,
+                       .layout = layout,
+                       .dtype = dtype,
+                       .device = device.device,
+                       .pinned_host = device.pinned});
+    }
+  }
+}
+
 // Sizes of the first `rank` dims; includes a size-1 dim.
 std::vector<int64_t> ShapeOfRank(int rank) {
   constexpr int64_t kSizes[kMaxDims] = {2, 1, 3, 2, 1, 2, 2, 1};
@@ -284,15 +297,7 @@ TEST(DLPackRoundTripTest, ContiguousEveryDTypeRankAndDevice) {
   Buffer buffer;
   for (int rank = 0; rank <= kMaxDims; ++rank) {
     const Layout layout = Contig(ShapeOfRank(rank));
-    for (DType dtype : kAllDTypes) {
-      for (const DeviceCase& device : kDevices) {
-        ExpectRoundTrip({.data = buffer.data(),
-                         .layout = layout,
-                         .dtype = dtype,
-                         .device = device.device,
-                         .pinned_host = device.pinned});
-      }
-    }
+    ExpectRoundTripEverywhere(buffer.data(), layout);
   }
 }
 
@@ -315,15 +320,7 @@ TEST(DLPackRoundTripTest, StridedViewsWithOffsetEveryDTypeAndRank) {
     if (rank >= 1) {
       ASSERT_FALSE(layout.is_contiguous()) << layout;
     }
-    for (DType dtype : kAllDTypes) {
-      for (const DeviceCase& device : kDevices) {
-        ExpectRoundTrip({.data = buffer.data(),
-                         .layout = layout,
-                         .dtype = dtype,
-                         .device = device.device,
-                         .pinned_host = device.pinned});
-      }
-    }
+    ExpectRoundTripEverywhere(buffer.data(), layout);
   }
 }
 

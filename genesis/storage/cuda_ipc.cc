@@ -61,6 +61,7 @@ absl::StatusOr<std::shared_ptr<OpenedAllocation>> OpenLegacy(const Header& h, in
   auto allocation = std::make_shared<OpenedAllocation>();
   allocation->device = device;
   allocation->base = base;
+  absl::erase_if(*opened, [](const auto& entry) { return entry.second.expired(); });
   (*opened)[key] = allocation;
   return allocation;
 }

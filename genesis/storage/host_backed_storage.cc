@@ -9,19 +9,6 @@
 namespace genesis::storage {
 namespace {
 
-// The byte count of a contiguous `shape` of `dtype`, checked.
-absl::StatusOr<size_t> ShapeBytes(absl::Span<const int64_t> shape, DType dtype) {
-  if (ItemSize(dtype) == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown dtype (enumerator value ", static_cast<int>(dtype), ")"));
-  }
-  GENESIS_ASSIGN_OR_RETURN(const Layout layout, Layout::Contiguous(shape));
-  if (layout.numel() > (int64_t{1} << 62) / static_cast<int64_t>(ItemSize(dtype))) {
-    return absl::InvalidArgumentError("shape needs more than 2^62 bytes");
-  }
-  return static_cast<size_t>(layout.numel()) * ItemSize(dtype);
-}
-
 // A Storage over `bytes` at `base` that keeps `owner` (the mapping) alive.
 template <typename Owner>
 absl::StatusOr<Storage> Wrap(std::shared_ptr<Owner> owner, void* base, size_t bytes,
@@ -51,7 +38,7 @@ absl::StatusOr<MappedStorage> MappedStorage::Open(std::string_view path, MapMode
                                                   absl::Span<const int64_t> shape,
                                                   DType dtype, size_t offset,
                                                   std::source_location where) {
-  GENESIS_ASSIGN_OR_RETURN(const size_t bytes, ShapeBytes(shape, dtype));
+  GENESIS_ASSIGN_OR_RETURN(const size_t bytes, ContiguousBytes(shape, dtype));
   if (bytes == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "mapping '", ToAbsl(path), "': the shape has no elements (a mapping needs bytes)"));
@@ -84,7 +71,7 @@ absl::Status MappedStorage::Close() {
 absl::StatusOr<SharedStorage> SharedStorage::Create(std::string_view name,
                                                     absl::Span<const int64_t> shape,
                                                     DType dtype, std::source_location where) {
-  GENESIS_ASSIGN_OR_RETURN(const size_t bytes, ShapeBytes(shape, dtype));
+  GENESIS_ASSIGN_OR_RETURN(const size_t bytes, ContiguousBytes(shape, dtype));
   GENESIS_ASSIGN_OR_RETURN(SharedMemory memory, SharedMemory::Create(name, bytes));
   SharedStorage out;
   out.memory_ = std::make_shared<SharedMemory>(std::move(memory));
@@ -99,7 +86,7 @@ absl::StatusOr<SharedStorage> SharedStorage::Attach(std::string_view name,
                                                     absl::Span<const int64_t> shape,
                                                     DType dtype, SharedMemory::Access access,
                                                     std::source_location where) {
-  GENESIS_ASSIGN_OR_RETURN(const size_t bytes, ShapeBytes(shape, dtype));
+  GENESIS_ASSIGN_OR_RETURN(const size_t bytes, ContiguousBytes(shape, dtype));
   GENESIS_ASSIGN_OR_RETURN(SharedMemory memory, SharedMemory::Attach(name, access));
   if (memory.size() < bytes) {
     return absl::OutOfRangeError(absl::StrCat("shared memory '", memory.name(), "' has ",

@@ -15,6 +15,7 @@
 #include "genesis/memory/pool_registry.h"
 #include "genesis/storage/convert.h"
 #include "genesis/storage/kernels/cuda_kernels.h"
+#include "genesis/storage/kernels/dtype_dispatch.h"
 #include "genesis/storage/kernels/fill.h"
 #include "genesis/storage/storage_tracker.h"
 #include "genesis/storage/strided_copy.h"
@@ -81,9 +82,7 @@ namespace {
 using internal::Buffer;
 
 absl::Status CheckDType(DType dtype) {
-  if (ItemSize(dtype) != 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype (enumerator value ", static_cast<int>(dtype), ")"));
+  return kernels::CheckDType(dtype, "storage", "dtype");
 }
 
 absl::Status CheckOptions(Device device, bool pinned, size_t alignment,
@@ -160,17 +159,6 @@ absl::StatusOr<std::shared_ptr<Buffer>> AllocateBuffer(size_t nbytes, Device dev
   return buffer;
 }
 
-absl::StatusOr<Layout> ContiguousLayout(absl::Span<const int64_t> shape, DType dtype) {
-  GENESIS_RETURN_IF_ERROR(CheckDType(dtype));
-  GENESIS_ASSIGN_OR_RETURN(Layout layout, Layout::Contiguous(shape));
-  constexpr int64_t kMaxBytes = int64_t{1} << 62;
-  if (layout.numel() > kMaxBytes / static_cast<int64_t>(ItemSize(dtype))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shape [", absl::StrJoin(shape, ", "), "] of ", ToAbsl(DTypeName(dtype)),
-        " needs more than 2^62 bytes"));
-  }
-  return layout;
-}
 
 // Runs `body` with CUDA device `device` current (directly for the CPU).
 template <typename Body>
@@ -349,13 +337,14 @@ absl::Status Storage::CopyOrConvert(const Storage& src, bool convert) {
   GENESIS_RETURN_IF_ERROR(strided_internal::CheckSameShape(src.layout_, layout_, function));
   if (!convert && src.dtype_ != dtype_) {
     return absl::InvalidArgumentError(absl::StrCat(
-        ToAbsl(function), ": source dtype ", ToAbsl(DTypeName(src.dtype_)), " differs from destination dtype ",
-        ToAbsl(DTypeName(dtype_)), " (ConvertFrom converts)"));
+        ToAbsl(function), ": source dtype ", ToAbsl(DTypeName(src.dtype_)),
+        " differs from destination dtype ", ToAbsl(DTypeName(dtype_)),
+        " (ConvertFrom converts)"));
   }
   if (Overlap(src, *this)) {
-    return absl::InvalidArgumentError(absl::StrCat(ToAbsl(function), ": source ", src.ToString(),
-                                                   " and destination ", ToString(),
-                                                   " overlap in memory"));
+    return absl::InvalidArgumentError(absl::StrCat(ToAbsl(function), ": source ",
+                                                   src.ToString(), " and destination ",
+                                                   ToString(), " overlap in memory"));
   }
   if (numel() == 0) return absl::OkStatus();
 
@@ -419,7 +408,9 @@ absl::Status Storage::Fill(double value) {
   }
   GENESIS_ASSIGN_OR_RETURN(const auto pattern, kernels::ScalarPattern(value, dtype_));
   return OnDevice(device(), [&]() -> absl::Status {
-    if (device().is_cpu()) return kernels::FillHost(data_ptr(), numel(), pattern.data(), itemsize());
+    if (device().is_cpu()) {
+      return kernels::FillHost(data_ptr(), numel(), pattern.data(), itemsize());
+    }
     return kernels::FillCuda(data_ptr(), numel(), pattern.data(), itemsize(), stream());
   });
 }
@@ -453,6 +444,29 @@ absl::Status Storage::RecordStream(CUstream_st* stream) const {
 absl::Status Storage::Synchronize() const {
   GENESIS_RETURN_IF_ERROR(CheckDefined("Synchronize"));
   return transfer::Synchronize(device(), stream());
+}
+
+// ---- Sizes.
+
+namespace {
+
+absl::StatusOr<Layout> ContiguousLayout(absl::Span<const int64_t> shape, DType dtype) {
+  GENESIS_RETURN_IF_ERROR(CheckDType(dtype));
+  GENESIS_ASSIGN_OR_RETURN(Layout layout, Layout::Contiguous(shape));
+  constexpr int64_t kMaxBytes = int64_t{1} << 62;
+  if (layout.numel() > kMaxBytes / static_cast<int64_t>(ItemSize(dtype))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shape [", absl::StrJoin(shape, ", "), "] of ", ToAbsl(DTypeName(dtype)),
+        " needs more than 2^62 bytes"));
+  }
+  return layout;
+}
+
+}  // namespace
+
+absl::StatusOr<size_t> ContiguousBytes(absl::Span<const int64_t> shape, DType dtype) {
+  GENESIS_ASSIGN_OR_RETURN(const Layout layout, ContiguousLayout(shape, dtype));
+  return static_cast<size_t>(layout.numel()) * ItemSize(dtype);
 }
 
 // ---- Factories.

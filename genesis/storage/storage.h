@@ -237,6 +237,10 @@ class Storage {
   DType dtype_ = DType::kFloat32;
 };
 
+// The bytes a contiguous `shape` of `dtype` takes. InvalidArgument for a negative or
+// overflowing shape (naming it), an unknown dtype, or more than 2^62 bytes.
+absl::StatusOr<size_t> ContiguousBytes(absl::Span<const int64_t> shape, DType dtype);
+
 // ---- Factories (F4). Each returns a contiguous storage of `shape` on `device`, its
 // memory drawn from the device's pool with `options`. Errors: InvalidArgument for a
 // negative or overflowing shape (naming it), an invalid dtype, a bad alignment, pinned

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "genesis/core/device.h"
+#include "genesis/transfer/staging.h"
 
 namespace genesis::transfer {
 
@@ -78,7 +79,7 @@ struct PlanOptions {
   // A host-device copy whose host side is pageable and at least this large goes through
   // the staging pipeline (staging.h); smaller ones use the copy engine, which stages
   // pageable memory itself.
-  size_t pageable_staging_min_bytes = size_t{1} << 20;
+  size_t pageable_staging_min_bytes = kPageableStagingMinBytes;
 };
 
 enum class Direction {

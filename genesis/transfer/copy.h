@@ -10,7 +10,11 @@
 // CUDA pointers are those of the device they are said to live on; host pointers may be
 // pageable or pinned (CUDA finds out which). Device-to-device copies between two GPUs go
 // through cudaMemcpyPeerAsync, which uses NVLink or PCIe peer access where it is enabled
-// and stages through the host otherwise. Functions are thread-safe.
+// and stages through the host otherwise. A copy between pageable host memory and a GPU
+// of at least kPageableStagingMinBytes (1 MiB) goes through the device's shared staging
+// pipeline (staging.h, SharedStagingPipeline): host threads copy through pinned buffers
+// while the copy engine moves earlier chunks, several times faster than cudaMemcpy from
+// pageable memory. Functions are thread-safe.
 #ifndef GENESIS_TRANSFER_COPY_H_
 #define GENESIS_TRANSFER_COPY_H_
 
@@ -38,7 +42,9 @@ absl::Status CopyBytes(void* dst, Device dst_device, const void* src, Device src
 
 // Like CopyBytes, but returns once the copy is queued on `stream`: the bytes are at
 // `dst` when the stream's work up to here has finished. The caller keeps both buffers
-// alive (and `src` unchanged) until then. Host-to-host copies complete before return.
+// alive (and `src` unchanged) until then. Host-to-host copies, and staged copies of
+// pageable memory (which first wait for the work queued on `stream`), complete before
+// return.
 // Errors as for CopyBytes; an error of the copy itself may surface only at the next
 // synchronisation of the stream.
 absl::Status CopyBytesAsync(void* dst, Device dst_device, const void* src,

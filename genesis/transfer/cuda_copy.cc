@@ -4,9 +4,32 @@
 #include "genesis/core/status.h"
 #include "genesis/cuda/device_guard.h"
 #include "genesis/cuda/internal/check.h"
+#include "genesis/transfer/cuda_staging_engine.h"
 #include "genesis/transfer/internal/cuda_copy.h"
+#include "genesis/transfer/staging.h"
 
 namespace genesis::transfer::internal {
+namespace {
+
+// True for host memory CUDA does not know (not pinned, not managed).
+bool IsPageable(const void* host) {
+  cudaPointerAttributes attributes{};
+  const cudaError_t err = cudaPointerGetAttributes(&attributes, host);
+  if (err != cudaSuccess) {
+    cuda::IgnoreCudaError(err);
+    return false;  // Let cudaMemcpyAsync decide.
+  }
+  return attributes.type == cudaMemoryTypeUnregistered;
+}
+
+bool IsCapturing(CUstream_st* stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const cudaError_t err = cudaStreamIsCapturing(stream, &capture);
+  if (err != cudaSuccess) cuda::IgnoreCudaError(err);
+  return err != cudaSuccess || capture != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace
 
 absl::Status CudaCopy(void* dst, Device dst_device, const void* src, Device src_device,
                       size_t nbytes, CUstream_st* stream, bool synchronize) {
@@ -17,6 +40,13 @@ absl::Status CudaCopy(void* dst, Device dst_device, const void* src, Device src_
     GENESIS_CUDA_RETURN_IF_ERROR_ON(
         device, cudaMemcpyPeerAsync(dst, dst_device.index(), src, src_device.index(),
                                     nbytes, stream));
+  } else if (nbytes >= kPageableStagingMinBytes &&
+             IsPageable(dst_device.is_cpu() ? dst : src) && !IsCapturing(stream)) {
+    // Through the staging pipeline, after the work queued on the stream.
+    GENESIS_ASSIGN_OR_RETURN(StagingPipeline * pipeline, SharedStagingPipeline(device));
+    GENESIS_CUDA_RETURN_IF_ERROR_ON(device, cudaStreamSynchronize(stream));
+    return dst_device.is_cpu() ? pipeline->DeviceToHost(dst, src, nbytes)
+                               : pipeline->HostToDevice(dst, src, nbytes);
   } else {
     // Unified addressing tells host from device memory, pinned from pageable.
     GENESIS_CUDA_RETURN_IF_ERROR_ON(

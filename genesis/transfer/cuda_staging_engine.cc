@@ -2,6 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "genesis/core/status.h"
 #include "genesis/cuda/device_guard.h"
@@ -78,6 +82,28 @@ absl::Status CudaStagingEngine::Wait(int slot) {
   if (!recorded_[slot]) return absl::OkStatus();
   GENESIS_CUDA_RETURN_IF_ERROR_ON(device_, cudaEventSynchronize(events_[slot]));
   return absl::OkStatus();
+}
+
+absl::StatusOr<StagingPipeline*> SharedStagingPipeline(int device) {
+  GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceIndex(device));
+  static std::mutex mu;
+  // Never destroyed: a pipeline outliving the CUDA runtime at exit would fail to free.
+  static auto* const pipelines =
+      new std::map<int, absl::StatusOr<std::unique_ptr<StagingPipeline>>>;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = pipelines->find(device);
+  if (it == pipelines->end()) {
+    const StagingPipeline::Options options;
+    absl::StatusOr<std::unique_ptr<StagingPipeline>> pipeline =
+        [&]() -> absl::StatusOr<std::unique_ptr<StagingPipeline>> {
+      GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<CudaStagingEngine> engine,
+                               CudaStagingEngine::Create(device, options.num_buffers));
+      return StagingPipeline::Create(std::move(engine), options);
+    }();
+    it = pipelines->emplace(device, std::move(pipeline)).first;
+  }
+  if (!it->second.ok()) return it->second.status();
+  return it->second->get();
 }
 
 }  // namespace genesis::transfer

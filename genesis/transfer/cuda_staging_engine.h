@@ -52,6 +52,13 @@ class CudaStagingEngine : public StagingEngine {
   std::vector<bool> recorded_;
 };
 
+// The process's staging pipeline for pageable copies to and from CUDA device `device`
+// (StagingPipeline's default options over a CudaStagingEngine), created at the first
+// call for the device and never destroyed: CopyBytes and the batch copier share it, and
+// its calls take turns. The first call's error is returned by every later one;
+// OutOfRange for a device that does not exist.
+absl::StatusOr<StagingPipeline*> SharedStagingPipeline(int device);
+
 }  // namespace genesis::transfer
 
 #endif  // GENESIS_TRANSFER_CUDA_STAGING_ENGINE_H_

@@ -44,6 +44,10 @@
 
 namespace genesis::transfer {
 
+// Pageable host memory of at least this many bytes is worth staging: below it a plain
+// cudaMemcpy, which stages internally, is as fast. Used by CopyBytes and PlanOptions.
+inline constexpr size_t kPageableStagingMinBytes = size_t{1} << 20;
+
 // What the pipeline needs from CUDA. A CUDA implementation would own one stream and an
 // event per slot: AllocateStaging/FreeStaging are cudaHostAlloc/cudaFreeHost, CopyAsync
 // is cudaMemcpyAsync on the stream, Record is cudaEventRecord(event[slot], stream) and

@@ -1,0 +1,523 @@
+// CUDA build of internal/batch_executor.h: runs batch plans with the CUDA runtime.
+//
+// Ordering. A batch starts with an "entry" event recorded on each ordering stream (the
+// caller's stream, or every device's legacy default stream); every lane stream the plan
+// uses waits for all of them. After the groups are queued, an "exit" event is recorded
+// on each lane stream and every ordering stream waits for all of those (Copy also waits
+// on the host). Events come from a per-device free list; an event can go back to it as
+// soon as the waits on it are queued, since a wait captures the record before it.
+// The same joins make the whole batch part of a graph when the caller's stream captures.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "genesis/core/absl_compat.h"
+#include "genesis/core/status.h"
+#include "genesis/cuda/device_guard.h"
+#include "genesis/cuda/device_query.h"
+#include "genesis/cuda/internal/check.h"
+#include "genesis/transfer/cuda_staging_engine.h"
+#include "genesis/transfer/internal/batch_executor.h"
+#include "genesis/transfer/kernels/fused_copy.h"
+
+namespace genesis::transfer::internal {
+namespace {
+
+using cuda::DeviceGuard;
+
+// Two pinned buffers and their events for staged copies from one device to another.
+struct StagedPair {
+  std::mutex mu;  // Held while a group's copies are queued.
+  void* buffer[2] = {nullptr, nullptr};
+  cudaEvent_t filled[2] = {nullptr, nullptr};   // On the source device.
+  cudaEvent_t drained[2] = {nullptr, nullptr};  // On the destination device.
+  bool drain_recorded[2] = {false, false};
+  int next = 0;
+};
+
+// Waits for and frees what `pair` holds (staged copies from `src` to `dst`).
+void DestroyStagedPair(int src, int dst, StagedPair& pair) {
+  for (int i = 0; i < 2; ++i) {
+    {
+      cuda::internal::BestEffortDeviceSwitch use(src);
+      if (pair.filled[i] != nullptr) cuda::IgnoreCudaError(cudaEventDestroy(pair.filled[i]));
+    }
+    cuda::internal::BestEffortDeviceSwitch use(dst);
+    if (pair.drained[i] != nullptr) {
+      cuda::IgnoreCudaError(cudaEventSynchronize(pair.drained[i]));
+      cuda::IgnoreCudaError(cudaEventDestroy(pair.drained[i]));
+    }
+    if (pair.buffer[i] != nullptr) cuda::IgnoreCudaError(cudaFreeHost(pair.buffer[i]));
+  }
+}
+
+class CudaExecutor : public BatchExecutor {
+ public:
+  CudaExecutor(const BatchCopyOptions& options, Topology topology,
+               std::vector<bool> host_pointer_usable)
+      : options_(options),
+        topology_(std::move(topology)),
+        host_pointer_usable_(std::move(host_pointer_usable)) {}
+  ~CudaExecutor() override;
+
+  const Topology& topology() const override { return topology_; }
+  absl::Status CheckStream(Device stream_device, CUstream_st* stream) override;
+  absl::Status Run(const BatchPlan& plan, absl::Span<const CopyRequest> requests,
+                   Device stream_device, CUstream_st* stream, bool synchronize) override;
+  absl::Status EnablePeerAccess(int from, int to) override;
+
+ private:
+  struct OrderingStream {
+    int device;
+    cudaStream_t stream;
+  };
+
+  absl::StatusOr<cudaStream_t> LaneStream(const StreamAssignment& lane);
+  absl::StatusOr<cudaEvent_t> AcquireEvent(int device);
+  void ReleaseEvents(std::vector<std::pair<int, cudaEvent_t>>& events);
+  absl::StatusOr<StagedPair*> StagedPairFor(int src, int dst);
+
+  absl::Status RunGroup(const CopyGroup& group, absl::Span<const CopyRequest> requests,
+                        const std::vector<cudaStream_t>& lanes,
+                        const std::vector<StreamAssignment>& assignments, bool capturing);
+  absl::Status RunStagedPeer(const CopyGroup& group, absl::Span<const CopyRequest> requests,
+                             cudaStream_t src_lane, cudaStream_t dst_lane);
+  absl::Status RunPageable(const CopyGroup& group, absl::Span<const CopyRequest> requests);
+
+  const BatchCopyOptions options_;
+  const Topology topology_;
+  // Per device: cudaDevAttrCanUseHostPointerForRegisteredMem, so a kernel may use a
+  // pinned host pointer as it is.
+  const std::vector<bool> host_pointer_usable_;
+
+  std::mutex mu_;  // Guards the maps below.
+  std::map<std::tuple<int, int, int>, cudaStream_t> lanes_;
+  std::map<int, std::vector<cudaEvent_t>> free_events_;
+  std::vector<std::pair<int, cudaEvent_t>> all_events_;
+  std::map<std::pair<int, int>, absl::Status> peer_enabled_;
+  std::map<std::pair<int, int>, std::unique_ptr<StagedPair>> staged_pairs_;
+};
+
+CudaExecutor::~CudaExecutor() {
+  for (const auto& [key, stream] : lanes_) {
+    cuda::internal::BestEffortDeviceSwitch use(std::get<0>(key));
+    cuda::IgnoreCudaError(cudaStreamSynchronize(stream));
+    cuda::IgnoreCudaError(cudaStreamDestroy(stream));
+  }
+  for (const auto& [device, event] : all_events_) {
+    cuda::internal::BestEffortDeviceSwitch use(device);
+    cuda::IgnoreCudaError(cudaEventDestroy(event));
+  }
+  for (const auto& [key, pair] : staged_pairs_) {
+    DestroyStagedPair(key.first, key.second, *pair);
+  }
+}
+
+absl::Status CudaExecutor::CheckStream(Device stream_device, CUstream_st* stream) {
+  if (stream_device.is_cpu()) {
+    if (stream != nullptr) {
+      return absl::InvalidArgumentError(
+          "batch copy: a stream was given with the CPU as its device");
+    }
+    return absl::OkStatus();
+  }
+  GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceIndex(stream_device.index()));
+  if (stream == nullptr) return absl::OkStatus();  // The device's legacy default stream.
+  int device = -1;
+  GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamGetDevice(stream, &device));
+  if (device != stream_device.index()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch copy: the stream belongs to cuda:", device, ", not to ",
+                     stream_device.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<cudaStream_t> CudaExecutor::LaneStream(const StreamAssignment& lane) {
+  const auto key = std::make_tuple(lane.device.index(), static_cast<int>(lane.lane),
+                                   lane.peer.is_cuda() ? lane.peer.index() : -1);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = lanes_.find(key);
+  if (it != lanes_.end()) return it->second;
+  GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(lane.device.index()));
+  cudaStream_t stream = nullptr;
+  GENESIS_CUDA_RETURN_IF_ERROR_ON(lane.device.index(),
+                                  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  lanes_.emplace(key, stream);
+  return stream;
+}
+
+absl::StatusOr<cudaEvent_t> CudaExecutor::AcquireEvent(int device) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<cudaEvent_t>& free = free_events_[device];
+    if (!free.empty()) {
+      cudaEvent_t event = free.back();
+      free.pop_back();
+      return event;
+    }
+  }
+  GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(device));
+  cudaEvent_t event = nullptr;
+  GENESIS_CUDA_RETURN_IF_ERROR_ON(device,
+                                  cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  std::lock_guard<std::mutex> lock(mu_);
+  all_events_.emplace_back(device, event);
+  return event;
+}
+
+void CudaExecutor::ReleaseEvents(std::vector<std::pair<int, cudaEvent_t>>& events) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [device, event] : events) free_events_[device].push_back(event);
+  events.clear();
+}
+
+absl::Status CudaExecutor::EnablePeerAccess(int from, int to) {
+  GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceIndex(from));
+  GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceIndex(to));
+  if (topology_.peer_access.empty() || !topology_.peer_access[from][to] || from == to) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cuda:", from, " has no peer access to cuda:", to));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = peer_enabled_.find({from, to});
+  if (it != peer_enabled_.end()) return it->second;
+  const absl::Status status = [&]() -> absl::Status {
+    GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(from));
+    const cudaError_t err = cudaDeviceEnablePeerAccess(to, 0);
+    if (err == cudaErrorPeerAccessAlreadyEnabled) {
+      cuda::IgnoreCudaError(err);  // Enabled by someone else: fine.
+      return absl::OkStatus();
+    }
+    if (err != cudaSuccess) {
+      return cuda::CudaStatus(err, absl::StrCat("cudaDeviceEnablePeerAccess(", to, ")"),
+                              from);
+    }
+    return absl::OkStatus();
+  }();
+  peer_enabled_.emplace(std::make_pair(from, to), status);
+  return status;
+}
+
+absl::StatusOr<StagedPair*> CudaExecutor::StagedPairFor(int src, int dst) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = staged_pairs_.find({src, dst});
+  if (it != staged_pairs_.end()) return it->second.get();
+  auto pair = std::make_unique<StagedPair>();
+  const absl::Status status = [&]() -> absl::Status {
+    for (int i = 0; i < 2; ++i) {
+      {
+        GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(src));
+        GENESIS_CUDA_RETURN_IF_ERROR_ON(
+            src, cudaEventCreateWithFlags(&pair->filled[i], cudaEventDisableTiming));
+      }
+      GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(dst));
+      GENESIS_CUDA_RETURN_IF_ERROR_ON(
+          dst, cudaEventCreateWithFlags(&pair->drained[i], cudaEventDisableTiming));
+      GENESIS_CUDA_RETURN_IF_ERROR_ON(
+          dst, cudaHostAlloc(&pair->buffer[i], options_.staged_peer_chunk_bytes,
+                             cudaHostAllocPortable));
+    }
+    return absl::OkStatus();
+  }();
+  if (!status.ok()) {
+    DestroyStagedPair(src, dst, *pair);
+    return status;
+  }
+  return staged_pairs_.emplace(std::make_pair(src, dst), std::move(pair))
+      .first->second.get();
+}
+
+bool NeedsHost(Mechanism mechanism) {
+  return mechanism == Mechanism::kHostMemcpy || mechanism == Mechanism::kPageableStaging;
+}
+
+absl::Status CudaExecutor::Run(const BatchPlan& plan, absl::Span<const CopyRequest> requests,
+                               Device stream_device, CUstream_st* stream,
+                               bool synchronize) {
+  if (plan.streams.empty()) return absl::OkStatus();  // Host to host only.
+  bool capturing = false;
+  if (stream_device.is_cuda()) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    GENESIS_CUDA_RETURN_IF_ERROR_ON(stream_device.index(),
+                                    cudaStreamIsCapturing(stream, &capture));
+    capturing = capture != cudaStreamCaptureStatusNone;
+    if (capturing) {
+      if (synchronize) {
+        return absl::FailedPreconditionError(
+            "batch copy: Copy waits for its copies, which a capturing stream does not run; "
+            "use CopyAsync");
+      }
+      for (const CopyGroup& group : plan.groups) {
+        if (NeedsHost(group.mechanism)) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "batch copy: the stream is capturing a CUDA graph, and a group (",
+              ToAbsl(DirectionName(group.direction)), ", ",
+              ToAbsl(MechanismName(group.mechanism)),
+              ") needs the host"));
+        }
+      }
+    }
+  }
+
+  // The ordering streams, and the lanes.
+  std::vector<OrderingStream> ordering;
+  if (stream_device.is_cuda()) {
+    ordering.push_back({stream_device.index(), stream});
+  } else {
+    for (const StreamAssignment& s : plan.streams) {
+      const int d = s.device.index();
+      if (std::none_of(ordering.begin(), ordering.end(),
+                       [d](const OrderingStream& o) { return o.device == d; })) {
+        ordering.push_back({d, nullptr});
+      }
+    }
+  }
+  std::vector<cudaStream_t> lanes;
+  for (const StreamAssignment& s : plan.streams) {
+    GENESIS_ASSIGN_OR_RETURN(cudaStream_t lane, LaneStream(s));
+    lanes.push_back(lane);
+  }
+
+  std::vector<std::pair<int, cudaEvent_t>> events;  // Released at the end.
+  struct Release {
+    CudaExecutor* self;
+    std::vector<std::pair<int, cudaEvent_t>>& events;
+    ~Release() { self->ReleaseEvents(events); }
+  } release{this, events};
+
+  // Entry: every lane waits for every ordering stream's work so far.
+  std::vector<cudaEvent_t> entries;
+  for (const OrderingStream& o : ordering) {
+    GENESIS_ASSIGN_OR_RETURN(cudaEvent_t event, AcquireEvent(o.device));
+    events.emplace_back(o.device, event);
+    GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(o.device));
+    GENESIS_CUDA_RETURN_IF_ERROR_ON(o.device, cudaEventRecord(event, o.stream));
+    entries.push_back(event);
+  }
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    for (cudaEvent_t entry : entries) {
+      GENESIS_CUDA_RETURN_IF_ERROR_ON(plan.streams[i].device.index(),
+                                      cudaStreamWaitEvent(lanes[i], entry, 0));
+    }
+  }
+
+  // The groups. After an error, the exit joins still run so that nothing queued is
+  // left unordered, and Copy still waits for what was queued.
+  absl::Status first_error;
+  bool pageable = false;
+  for (const CopyGroup& group : plan.groups) {
+    if (group.mechanism == Mechanism::kPageableStaging) pageable = true;
+    if (NeedsHost(group.mechanism) || !first_error.ok()) continue;
+    first_error = RunGroup(group, requests, lanes, plan.streams, capturing);
+  }
+  if (pageable && first_error.ok()) {
+    // The pipeline is driven by the host: wait for the work before the batch.
+    for (size_t i = 0; i < entries.size() && first_error.ok(); ++i) {
+      first_error = cuda::CudaStatus(cudaEventSynchronize(entries[i]),
+                                     "cudaEventSynchronize", ordering[i].device);
+    }
+    for (const CopyGroup& group : plan.groups) {
+      if (group.mechanism != Mechanism::kPageableStaging || !first_error.ok()) continue;
+      first_error = RunPageable(group, requests);
+    }
+  }
+
+  // Exit: every ordering stream waits for every lane.
+  std::vector<cudaEvent_t> exits;
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    const int device = plan.streams[i].device.index();
+    GENESIS_ASSIGN_OR_RETURN(cudaEvent_t event, AcquireEvent(device));
+    events.emplace_back(device, event);
+    GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(device));
+    GENESIS_CUDA_RETURN_IF_ERROR_ON(device, cudaEventRecord(event, lanes[i]));
+    exits.push_back(event);
+  }
+  for (const OrderingStream& o : ordering) {
+    GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(o.device));
+    for (cudaEvent_t exit : exits) {
+      GENESIS_CUDA_RETURN_IF_ERROR_ON(o.device, cudaStreamWaitEvent(o.stream, exit, 0));
+    }
+  }
+  if (synchronize) {
+    for (size_t i = 0; i < exits.size(); ++i) {
+      const absl::Status status = cuda::CudaStatus(
+          cudaEventSynchronize(exits[i]), "cudaEventSynchronize", plan.streams[i].device.index());
+      if (first_error.ok()) first_error = status;
+    }
+  }
+  return first_error;
+}
+
+absl::Status CudaExecutor::RunGroup(const CopyGroup& group,
+                                    absl::Span<const CopyRequest> requests,
+                                    const std::vector<cudaStream_t>& lanes,
+                                    const std::vector<StreamAssignment>& assignments,
+                                    bool capturing) {
+  const cudaStream_t lane = lanes[group.stream];
+  const int device = assignments[group.stream].device.index();
+  Mechanism mechanism = group.mechanism;
+  if (mechanism == Mechanism::kStagedPeer) {
+    return RunStagedPeer(group, requests, lane, lanes[group.second_stream]);
+  }
+  if (mechanism == Mechanism::kFusedKernel && group.direction != Direction::kDeviceToDevice &&
+      !host_pointer_usable_[device]) {
+    mechanism = Mechanism::kCopyEngine;  // The kernel could not use the host pointers.
+  }
+  if (mechanism == Mechanism::kBatchMemcpy && capturing) mechanism = Mechanism::kCopyEngine;
+  if (mechanism == Mechanism::kPeerCopy || mechanism == Mechanism::kPeerFusedKernel) {
+    const int src = group.src_device.index();
+    const int dst = group.dst_device.index();
+    // The kernel's device must reach the other one; copy engines use either direction.
+    const int other = device == src ? dst : src;
+    GENESIS_RETURN_IF_ERROR(EnablePeerAccess(device, other));
+    if (mechanism == Mechanism::kPeerCopy && topology_.peer_access[other][device]) {
+      GENESIS_RETURN_IF_ERROR(EnablePeerAccess(other, device));
+    }
+  }
+
+  GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(device));
+  switch (mechanism) {
+    case Mechanism::kFusedKernel:
+    case Mechanism::kPeerFusedKernel: {
+      std::vector<kernels::FusedCopyItem> items;
+      items.reserve(group.requests.size());
+      for (size_t i : group.requests) {
+        items.push_back({requests[i].src, requests[i].dst, requests[i].bytes});
+      }
+      return kernels::LaunchFusedCopy(items, lane);
+    }
+    case Mechanism::kBatchMemcpy: {
+      const size_t n = group.requests.size();
+      std::vector<void*> dsts(n);
+      std::vector<const void*> srcs(n);
+      std::vector<size_t> sizes(n);
+      for (size_t k = 0; k < n; ++k) {
+        const CopyRequest& r = requests[group.requests[k]];
+        dsts[k] = r.dst;
+        srcs[k] = r.src;
+        sizes[k] = r.bytes;
+      }
+      cudaMemcpyAttributes attributes{};
+      attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      size_t attribute_index = 0;
+      const cudaError_t err =
+          cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), n, &attributes,
+                               &attribute_index, 1, lane);
+      if (err != cudaErrorNotSupported) {
+        GENESIS_CUDA_RETURN_IF_ERROR_ON(device, err);
+        return absl::OkStatus();
+      }
+      cuda::IgnoreCudaError(err);  // Copy one by one instead.
+      [[fallthrough]];
+    }
+    case Mechanism::kCopyEngine:
+      for (size_t i : group.requests) {
+        const CopyRequest& r = requests[i];
+        GENESIS_CUDA_RETURN_IF_ERROR_ON(
+            device, cudaMemcpyAsync(r.dst, r.src, r.bytes, cudaMemcpyDefault, lane));
+      }
+      return absl::OkStatus();
+    case Mechanism::kPeerCopy:
+      for (size_t i : group.requests) {
+        const CopyRequest& r = requests[i];
+        GENESIS_CUDA_RETURN_IF_ERROR_ON(
+            device, cudaMemcpyPeerAsync(r.dst, r.dst_device.index(), r.src,
+                                        r.src_device.index(), r.bytes, lane));
+      }
+      return absl::OkStatus();
+    default:
+      return absl::InternalError(absl::StrCat("batch copy: mechanism ",
+                                              ToAbsl(MechanismName(mechanism)),
+                                              " is not run on a lane"));
+  }
+}
+
+absl::Status CudaExecutor::RunStagedPeer(const CopyGroup& group,
+                                         absl::Span<const CopyRequest> requests,
+                                         cudaStream_t src_lane, cudaStream_t dst_lane) {
+  const int src = group.src_device.index();
+  const int dst = group.dst_device.index();
+  GENESIS_ASSIGN_OR_RETURN(StagedPair * pair, StagedPairFor(src, dst));
+  const size_t chunk = options_.staged_peer_chunk_bytes;
+  std::lock_guard<std::mutex> lock(pair->mu);
+  for (size_t i : group.requests) {
+    const CopyRequest& r = requests[i];
+    for (size_t offset = 0; offset < r.bytes; offset += chunk) {
+      const size_t n = std::min(chunk, r.bytes - offset);
+      const int slot = pair->next;
+      void* buffer = pair->buffer[slot];
+      {
+        GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(src));
+        if (pair->drain_recorded[slot]) {
+          GENESIS_CUDA_RETURN_IF_ERROR_ON(
+              src, cudaStreamWaitEvent(src_lane, pair->drained[slot], 0));
+        }
+        GENESIS_CUDA_RETURN_IF_ERROR_ON(
+            src, cudaMemcpyAsync(buffer, static_cast<const char*>(r.src) + offset, n,
+                                 cudaMemcpyDeviceToHost, src_lane));
+        GENESIS_CUDA_RETURN_IF_ERROR_ON(src, cudaEventRecord(pair->filled[slot], src_lane));
+      }
+      GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(dst));
+      GENESIS_CUDA_RETURN_IF_ERROR_ON(dst,
+                                      cudaStreamWaitEvent(dst_lane, pair->filled[slot], 0));
+      GENESIS_CUDA_RETURN_IF_ERROR_ON(
+          dst, cudaMemcpyAsync(static_cast<char*>(r.dst) + offset, buffer, n,
+                               cudaMemcpyHostToDevice, dst_lane));
+      GENESIS_CUDA_RETURN_IF_ERROR_ON(dst, cudaEventRecord(pair->drained[slot], dst_lane));
+      pair->drain_recorded[slot] = true;
+      pair->next = 1 - slot;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::RunPageable(const CopyGroup& group,
+                                       absl::Span<const CopyRequest> requests) {
+  const bool to_device = group.direction == Direction::kHostToDevice;
+  const int device = (to_device ? group.dst_device : group.src_device).index();
+  GENESIS_ASSIGN_OR_RETURN(StagingPipeline * pipeline, SharedStagingPipeline(device));
+  for (size_t i : group.requests) {
+    const CopyRequest& r = requests[i];
+    GENESIS_RETURN_IF_ERROR(to_device ? pipeline->HostToDevice(r.dst, r.src, r.bytes)
+                                      : pipeline->DeviceToHost(r.dst, r.src, r.bytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BatchExecutor>> CreateBatchExecutor(
+    const BatchCopyOptions& options) {
+  Topology topology;
+  topology.device_count = cuda::DeviceCount();
+  std::vector<bool> host_pointer_usable(topology.device_count, false);
+  if (topology.device_count == 0) {
+    return std::unique_ptr<BatchExecutor>(
+        new CudaExecutor(options, std::move(topology), std::move(host_pointer_usable)));
+  }
+  if (!options.disable_peer_access) {
+    GENESIS_ASSIGN_OR_RETURN(topology.peer_access, cuda::PeerAccessMatrix());
+    for (int i = 0; i < topology.device_count; ++i) topology.peer_access[i][i] = false;
+  }
+  const cuda::Versions versions = cuda::GetVersions();
+  topology.batch_memcpy_available = versions.runtime >= 12080 && versions.driver >= 12080;
+  for (int d = 0; d < topology.device_count; ++d) {
+    int usable = 0;
+    GENESIS_CUDA_RETURN_IF_ERROR_ON(
+        d, cudaDeviceGetAttribute(&usable, cudaDevAttrCanUseHostPointerForRegisteredMem, d));
+    host_pointer_usable[d] = usable != 0;
+  }
+  return std::unique_ptr<BatchExecutor>(
+      new CudaExecutor(options, std::move(topology), std::move(host_pointer_usable)));
+}
+
+}  // namespace genesis::transfer::internal

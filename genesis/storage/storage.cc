@@ -330,7 +330,7 @@ absl::StatusOr<Storage> Storage::Clone() const {
 absl::Status Storage::CopyFrom(const Storage& src) { return CopyOrConvert(src, false); }
 absl::Status Storage::ConvertFrom(const Storage& src) { return CopyOrConvert(src, true); }
 
-absl::Status Storage::CopyOrConvert(const Storage& src, bool convert) {
+absl::Status Storage::CheckCopyFrom(const Storage& src, bool convert) const {
   const std::string_view function = convert ? "ConvertFrom" : "CopyFrom";
   GENESIS_RETURN_IF_ERROR(CheckWritable(function));
   GENESIS_RETURN_IF_ERROR(src.CheckDefined(function));
@@ -346,6 +346,11 @@ absl::Status Storage::CopyOrConvert(const Storage& src, bool convert) {
                                                    src.ToString(), " and destination ",
                                                    ToString(), " overlap in memory"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Storage::CopyOrConvert(const Storage& src, bool convert) {
+  GENESIS_RETURN_IF_ERROR(CheckCopyFrom(src, convert));
   if (numel() == 0) return absl::OkStatus();
 
   if (src.device() != device()) {

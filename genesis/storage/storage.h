@@ -204,6 +204,9 @@ class Storage {
   absl::Status CopyFrom(const Storage& src);
   // Like CopyFrom, converting from src's dtype to this one's (same shape required).
   absl::Status ConvertFrom(const Storage& src);
+  // OK if CopyFrom(src) (ConvertFrom, with `convert`) would be accepted: the checks
+  // above, without copying.
+  absl::Status CheckCopyFrom(const Storage& src, bool convert = false) const;
   // Fills the view with `value` converted to the dtype (convert_rules.h). Fails like
   // CopyFrom for a broadcasting or read-only view.
   absl::Status Fill(double value);

@@ -309,15 +309,25 @@ TEST_F(BatchCopyCudaTest, TheFusedPathIsCapturedInAGraph) {
   ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   const absl::Status captured = copier_->CopyAsync(laid.requests, gpu, stream);
-  // Waiting is impossible inside a capture, and host work cannot be captured.
+  cudaStreamCaptureStatus after = cudaStreamCaptureStatusNone;
+  ASSERT_CUDA(cudaStreamIsCapturing(stream, &after));
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  ASSERT_TRUE(captured.ok()) << captured;
+  ASSERT_EQ(after, cudaStreamCaptureStatusActive) << "the batch invalidated the capture";
+  ASSERT_CUDA(ended);
+
+  // Waiting is impossible inside a capture, and host work cannot be captured: both are
+  // refused before anything is queued.
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   const absl::Status sync = copier_->Copy(laid.requests, gpu, stream);
   std::vector<char> pageable(2 << 20, 1);
   const std::vector<CopyRequest> staged = {
       {pageable.data(), Device::Cpu(), false, dst.get(), gpu, false, pageable.size() / 2}};
   const absl::Status host = copier_->CopyAsync(staged, gpu, stream);
-  cudaGraph_t graph = nullptr;
-  ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
-  ASSERT_TRUE(captured.ok()) << captured;
+  cudaGraph_t refused = nullptr;
+  ASSERT_CUDA(cudaStreamEndCapture(stream, &refused));
+  cudaGraphDestroy(refused);
   EXPECT_EQ(sync.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(host.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(host.message(), HasSubstr("capturing"));

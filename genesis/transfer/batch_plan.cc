@@ -233,7 +233,10 @@ std::string ReasonFor(Rule rule, const std::vector<size_t>& members,
     case Rule::kPeerFused:
       return absl::StrCat(rule == Rule::kFusedPinned ? "pinned host memory, " : "",
                           rule == Rule::kPeerFused ? "peer access, " : "", n,
-                          " copies <= fused_max_bytes (", Bytes(o.fused_max_bytes),
+                          rule == Rule::kFusedDevice ? " copies <= fused_device_max_bytes ("
+                                                     : " copies <= fused_max_bytes (",
+                          Bytes(rule == Rule::kFusedDevice ? o.fused_device_max_bytes
+                                                           : o.fused_max_bytes),
                           "), at least fused_min_count (", o.fused_min_count, ")");
     case Rule::kLarge:
       return absl::StrCat("each >= copy_engine_min_bytes (",
@@ -310,7 +313,9 @@ std::vector<Rule> Classify(Direction direction, absl::Span<const CopyRequest> re
                                                                      : true;
     if (!host_pinned && r.bytes >= o.pageable_staging_min_bytes) {
       classes[k] = kStaged;
-    } else if (host_pinned && r.bytes <= o.fused_max_bytes) {
+    } else if (host_pinned && r.bytes <= (direction == Direction::kDeviceToDevice
+                                               ? o.fused_device_max_bytes
+                                               : o.fused_max_bytes)) {
       classes[k] = kSmall;
       ++small_count;
     } else if (r.bytes >= o.copy_engine_min_bytes) {

@@ -67,6 +67,9 @@ struct PlanOptions {
   // has enough of them and the kernel can reach both sides (device memory, or pinned
   // host memory, which a kernel reads and writes directly).
   size_t fused_max_bytes = size_t{256} << 10;
+  // The same bound for copies within one device, where the kernel moves even large
+  // copies as fast as the copy engine and far faster than one launch per copy.
+  size_t fused_device_max_bytes = size_t{4} << 20;
   // Small copies are fused only when a group has at least this many; fewer are not
   // worth a kernel launch over individual copies.
   size_t fused_min_count = 8;

@@ -69,8 +69,12 @@ struct Batch {
   }
 };
 
+// Options with one size bound for every direction (fused_device_max_bytes =
+// fused_max_bytes), which most tests below are written against.
+constexpr PlanOptions kOneBound{.fused_device_max_bytes = size_t{256} << 10};
+
 BatchPlan Plan(const Batch& batch, const Topology& topology,
-               const PlanOptions& options = {}) {
+               const PlanOptions& options = kOneBound) {
   return ValueOrThrow(PlanBatch(batch.requests, topology, options));
 }
 
@@ -137,7 +141,7 @@ TEST(PlanBatchTest, ManySmallDeviceCopiesAreFused) {
   EXPECT_EQ(g.mechanism, Mechanism::kFusedKernel);
   EXPECT_EQ(g.requests.size(), 1024u);
   EXPECT_EQ(g.bytes, 16 * MiB);
-  EXPECT_THAT(g.reason, AllOf(HasSubstr("1024 copies <= fused_max_bytes (256.0 KiB)"),
+  EXPECT_THAT(g.reason, AllOf(HasSubstr("1024 copies <= fused_device_max_bytes (256.0 KiB)"),
                               HasSubstr("fused_min_count (8)")));
   ASSERT_EQ(plan.streams.size(), 1u);
   EXPECT_EQ(plan.streams[0].ToString(), "cuda:0/d2d");
@@ -204,10 +208,24 @@ TEST(PlanBatchTest, BatchMemcpyForManyMidSizeCopiesWhenAvailable) {
   }
   {
     // Thresholds are options.
-    const BatchPlan plan = Plan(batch, Gpus(1, false, true), {.batch_min_count = 10});
+    const BatchPlan plan = Plan(batch, Gpus(1, false, true),
+                                 {.fused_device_max_bytes = 256 * KiB, .batch_min_count = 10});
     EXPECT_EQ(plan.groups[0].mechanism, Mechanism::kCopyEngine);
     EXPECT_THAT(plan.groups[0].reason, HasSubstr("below batch_min_count (10)"));
   }
+}
+
+TEST(PlanBatchTest, DeviceCopiesFuseUpToTheirOwnBound) {
+  Batch batch;
+  batch.Add(kGpu0, kGpu0, 1 * MiB, 6).Add(kGpu0, kGpu0, 4 * MiB, 2);
+  batch.Add(kGpu0, kGpu0, 5 * MiB, 1);
+  const BatchPlan plan = Plan(batch, Gpus(1, false, true), PlanOptions{});
+  ExpectConsistent(plan, batch.requests);
+  ASSERT_EQ(plan.groups.size(), 2u);
+  EXPECT_EQ(plan.groups[0].mechanism, Mechanism::kFusedKernel);
+  EXPECT_EQ(plan.groups[0].requests.size(), 8u);
+  EXPECT_THAT(plan.groups[0].reason, HasSubstr("8 copies <= fused_device_max_bytes (4.0 MiB)"));
+  EXPECT_EQ(plan.groups[1].mechanism, Mechanism::kCopyEngine);
 }
 
 TEST(PlanBatchTest, FewSmallCopiesAreNotFused) {
@@ -392,7 +410,7 @@ TEST(PlanBatchTest, GroupsDoNotDependOnRequestOrder) {
   const BatchPlan a = Plan(batch, Gpus(2, true, true));
   std::vector<CopyRequest> shuffled = batch.requests;
   std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(42));
-  const BatchPlan b = ValueOrThrow(PlanBatch(shuffled, Gpus(2, true, true)));
+  const BatchPlan b = ValueOrThrow(PlanBatch(shuffled, Gpus(2, true, true), kOneBound));
   ExpectConsistent(b, shuffled);
   ASSERT_EQ(a.groups.size(), b.groups.size());
   for (size_t g = 0; g < a.groups.size(); ++g) {
@@ -437,7 +455,7 @@ TEST(PlanBatchTest, ToStringIsATable) {
   EXPECT_THAT(lines[2],
               AllOf(HasSubstr("d2d"), HasSubstr("cuda:0"), HasSubstr("fused_kernel"),
                     HasSubstr("1024"), HasSubstr("16.0 MiB"), HasSubstr("#0 cuda:0/d2d"),
-                    HasSubstr("<= fused_max_bytes (256.0 KiB)")));
+                    HasSubstr("<= fused_device_max_bytes (256.0 KiB)")));
   EXPECT_THAT(lines[3],
               AllOf(HasSubstr("peer"), HasSubstr("cuda:1"), HasSubstr("staged_peer"),
                     HasSubstr("128.0 MiB"), HasSubstr("#1 cuda:0/d2h + #2 cuda:1/h2d"),

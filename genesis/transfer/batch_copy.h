@@ -96,8 +96,9 @@ class BatchCopier {
   // the host drives finish before the return: host to host, and pageable host memory
   // through the staging pipeline (which first waits for the work before the call).
   // While `stream` captures a CUDA graph the device copies are captured, not run;
-  // batch memcpy is then replaced by copy-engine copies, and a batch that needs the
-  // host (host to host, pageable staging) is FailedPrecondition. Errors as for Copy;
+  // batch memcpy is then replaced by copy-engine copies, a batch that needs the host
+  // (host to host, pageable staging) is FailedPrecondition, and the stream is taken to
+  // be of `stream_device` (CUDA cannot say whose a capturing stream is). Errors as for Copy;
   // an error of a copy itself may surface only when `stream` is synchronised.
   absl::Status CopyAsync(absl::Span<const CopyRequest> requests, Device stream_device,
                          CUstream_st* stream);

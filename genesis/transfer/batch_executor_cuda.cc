@@ -131,6 +131,11 @@ absl::Status CudaExecutor::CheckStream(Device stream_device, CUstream_st* stream
   }
   GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceIndex(stream_device.index()));
   if (stream == nullptr) return absl::OkStatus();  // The device's legacy default stream.
+  // cudaStreamGetDevice is refused (and breaks the capture) while a stream captures:
+  // a capturing stream is taken to be of `stream_device`.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return absl::OkStatus();
   int device = -1;
   GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamGetDevice(stream, &device));
   if (device != stream_device.index()) {

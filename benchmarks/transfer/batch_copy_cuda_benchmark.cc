@@ -16,8 +16,9 @@
 // Timing (manual time, the same for every row so that ratios are fair): each iteration
 // records an event on a non-blocking stream `s` of cuda:0, queues the operation kRuns
 // times back to back on `s`, records a second event, waits for it, and reports the
-// elapsed time (the time column is per kRuns operations). The batch copier queues with CopyAsync, or with
-// Execute of a plan made once outside the loop (rows without _WithPlanning). Every
+// elapsed time (the time column is per kRuns operations). The batch copier queues
+// with CopyAsync, or with Execute of a plan made once outside the loop (rows without
+// _WithPlanning). Every
 // operation runs once before the timed loop. Pageable rows are synchronous and timed
 // with std::chrono, one operation per iteration. bytes_per_second counts the bytes one
 // operation moves once (not read plus write); for both directions at once, both.

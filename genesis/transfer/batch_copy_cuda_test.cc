@@ -271,10 +271,13 @@ TEST_F(BatchCopyCudaTest, CopyAsyncIsOrderedOnTheCallersStream) {
   // Fused and copy-engine copies, device to device and device to pinned host.
   const Arena d2d{src.get(), gpu, false, dst.get(), gpu, false, kBytes};
   const Arena d2h{src.get(), gpu, false, pinned.get(), Device::Cpu(), true, kBytes};
-  Laid laid = Lay(d2d, std::vector<size_t>(16, 8192));
+  // Two lanes joined to the stream by events; then one lane, run on the stream itself.
+  Laid both = Lay(d2d, std::vector<size_t>(16, 8192));
   const Laid more = Lay(d2h, {size_t{2} << 20, 8192});
-  laid.requests.insert(laid.requests.end(), more.requests.begin(), more.requests.end());
-  for (int round = 1; round <= 3; ++round) {
+  both.requests.insert(both.requests.end(), more.requests.begin(), more.requests.end());
+  const Laid one = Lay(d2d, std::vector<size_t>(16, 8192));
+  for (int round = 1; round <= 4; ++round) {
+    const Laid& laid = round % 2 == 1 ? both : one;
     // The source is written on the stream just before, and overwritten just after.
     ASSERT_CUDA(cudaMemsetAsync(src.get(), 0x10 + round, kBytes, stream));
     ASSERT_TRUE(copier_->CopyAsync(laid.requests, gpu, stream).ok());

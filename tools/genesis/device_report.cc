@@ -2,14 +2,18 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "genesis/core/absl_compat.h"
 #include "genesis/core/byte_size.h"
+#include "genesis/core/device.h"
 #include "genesis/cuda/kernel_check.h"
+#include "genesis/transfer/batch_plan.h"
 #include "tools/genesis/text_table.h"
 
 namespace genesis::cli {
@@ -61,6 +65,54 @@ DeviceReport CollectDeviceReport(bool run_kernel_check) {
   return report;
 }
 
+std::vector<CopyPath> CopyPaths(const DeviceReport& report) {
+  std::vector<CopyPath> paths;
+  const int n = static_cast<int>(report.gpus.size());
+  transfer::Topology topology;
+  topology.device_count = n;
+  if (report.peer_access.size() == static_cast<size_t>(n)) {
+    topology.peer_access = report.peer_access;
+  }
+  topology.batch_memcpy_available =
+      report.versions.runtime >= 12080 && report.versions.driver >= 12080;
+  // Made-up addresses: planning looks at sizes and devices, never at the memory.
+  const auto mechanism = [&](Device from, Device to, size_t bytes, int count,
+                             bool pinned) -> std::string {
+    std::vector<transfer::CopyRequest> requests;
+    for (int k = 0; k < count; ++k) {
+      const uintptr_t offset = static_cast<uintptr_t>(k) * bytes;
+      requests.push_back({.src = reinterpret_cast<const void*>(uintptr_t{1} << 44 | offset),
+                          .src_device = from,
+                          .src_pinned = pinned,
+                          .dst = reinterpret_cast<void*>(uintptr_t{1} << 45 | offset),
+                          .dst_device = to,
+                          .dst_pinned = pinned,
+                          .bytes = bytes});
+    }
+    absl::StatusOr<transfer::BatchPlan> plan = transfer::PlanBatch(requests, topology);
+    if (!plan.ok()) return StatusText(plan.status());
+    std::string out;
+    for (const transfer::CopyGroup& group : plan->groups) {
+      absl::StrAppend(&out, out.empty() ? "" : " + ",
+                      ToAbsl(transfer::MechanismName(group.mechanism)));
+    }
+    return out;
+  };
+  const auto add = [&](Device from, Device to) {
+    const bool host = from.is_cpu() || to.is_cpu();
+    paths.push_back({from.ToString(), to.ToString(),
+                     mechanism(from, to, size_t{64} << 10, 1024, true),
+                     mechanism(from, to, size_t{256} << 20, 1, true),
+                     host ? mechanism(from, to, size_t{256} << 20, 1, false) : ""});
+  };
+  for (int i = 0; i < n; ++i) add(Device::Cpu(), Device::Cuda(i));
+  for (int i = 0; i < n; ++i) add(Device::Cuda(i), Device::Cpu());
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) add(Device::Cuda(i), Device::Cuda(j));
+  }
+  return paths;
+}
+
 std::string FormatDeviceReport(const DeviceReport& report) {
   std::string out = absl::StrCat(
       "genesis: ", report.built_with_cuda ? "built with CUDA" : "CPU-only build (no CUDA)",
@@ -105,6 +157,14 @@ std::string FormatDeviceReport(const DeviceReport& report) {
     absl::StrAppend(&out, "\npeer access (can the row device read the column device):\n",
                     peers.Render(2));
   }
+  TextTable paths({"from", "to", "1024 x 64 KiB", "256 MiB", "256 MiB pageable"});
+  for (const CopyPath& p : CopyPaths(report)) {
+    paths.AddRow({p.from, p.to, p.many_small, p.large,
+                  p.large_pageable.empty() ? "-" : p.large_pageable});
+  }
+  absl::StrAppend(&out, "\ncopy paths (the batch copier's mechanism; host memory pinned "
+                        "unless pageable):\n",
+                  paths.Render(2));
   return out;
 }
 
@@ -155,6 +215,15 @@ nlohmann::json DeviceReportToJson(const DeviceReport& report) {
   }
   out["devices"] = std::move(devices);
   out["peer_access"] = report.peer_access;
+  json paths = json::array();
+  for (const CopyPath& p : CopyPaths(report)) {
+    paths.push_back({{"from", p.from},
+                     {"to", p.to},
+                     {"many_small", p.many_small},
+                     {"large", p.large},
+                     {"large_pageable", p.large_pageable}});
+  }
+  out["copy_paths"] = std::move(paths);
   if (!report.peer_access_error.ok()) {
     out["peer_access_error"] = report.peer_access_error.ToString();
   }

@@ -1,5 +1,6 @@
 // What `genesis info` reports: the host, the CUDA devices, their memory and peer access,
-// the CUDA/NCCL versions, and whether this build's kernels run on each GPU.
+// the CUDA/NCCL versions, whether this build's kernels run on each GPU, and the path
+// the batch copier (genesis/transfer) takes between each pair of devices.
 //
 // Collecting (CollectDeviceReport) is separate from rendering (FormatDeviceReport for
 // people, DeviceReportToJson for machines), so rendering is tested on made-up machines
@@ -41,12 +42,27 @@ struct DeviceReport {
   absl::Status peer_access_error;
 };
 
+// How the batch copier would move data from one device to another (the mechanisms of
+// transfer::PlanBatch with the default options on the report's topology).
+struct CopyPath {
+  std::string from;            // "cpu", "cuda:0"
+  std::string to;
+  std::string many_small;      // 1,024 copies of 64 KiB (pinned host memory).
+  std::string large;           // One copy of 256 MiB (pinned host memory).
+  std::string large_pageable;  // One copy of 256 MiB of pageable host memory; "" for GPU to GPU.
+};
+
+// One row per pair: host to each GPU, each GPU to the host, within each GPU, and each
+// GPU to each other one. Empty without GPUs. Never touches memory or CUDA.
+std::vector<CopyPath> CopyPaths(const DeviceReport& report);
+
 // Asks the host and the CUDA runtime. Never fails or aborts: what could not be learned
 // is recorded in the report as a status. With `run_kernel_check`, also launches the
 // kernel self-test on each GPU (creating its CUDA context).
 DeviceReport CollectDeviceReport(bool run_kernel_check);
 
-// Readable tables: versions, host, one row per GPU, and the peer-access matrix.
+// Readable tables: versions, host, one row per GPU, the peer-access matrix and the copy
+// paths.
 std::string FormatDeviceReport(const DeviceReport& report);
 
 // The same facts as JSON; sizes in bytes, versions both as codes and as strings, errors

@@ -1,6 +1,8 @@
 #include "tools/genesis/device_report.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "genesis/cuda/device_query.h"
@@ -55,6 +57,44 @@ TEST(FormatDeviceReportTest, ShowsEveryGpuAndThePeerMatrix) {
   EXPECT_THAT(text, HasSubstr("cudaErrorNoKernelImageForDevice"));
   EXPECT_THAT(text, HasSubstr("  cuda:0     -       yes\n"));
   EXPECT_THAT(text, HasSubstr("  cuda:1     no      -\n"));
+}
+
+const CopyPath* FindPath(const std::vector<CopyPath>& paths, const std::string& from,
+                         const std::string& to) {
+  for (const CopyPath& p : paths) {
+    if (p.from == from && p.to == to) return &p;
+  }
+  return nullptr;
+}
+
+TEST(CopyPathsTest, EveryPairWithTheMechanismThePlannerPicks) {
+  DeviceReport report = MadeUpTwoGpuMachine();  // cuda:0 reaches cuda:1, not back.
+  const std::vector<CopyPath> paths = CopyPaths(report);
+  EXPECT_EQ(paths.size(), 2u + 2u + 4u);
+  const CopyPath* up = FindPath(paths, "cpu", "cuda:1");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->many_small, "fused_kernel");
+  EXPECT_EQ(up->large, "copy_engine");
+  EXPECT_EQ(up->large_pageable, "pageable_staging");
+  const CopyPath* local = FindPath(paths, "cuda:0", "cuda:0");
+  ASSERT_NE(local, nullptr);
+  EXPECT_EQ(local->many_small, "fused_kernel");
+  EXPECT_EQ(local->large_pageable, "");
+  // Peer access in one direction serves both (a kernel on the device that reaches).
+  for (const auto& [from, to] : {std::pair{"cuda:0", "cuda:1"}, std::pair{"cuda:1", "cuda:0"}}) {
+    const CopyPath* peer = FindPath(paths, from, to);
+    ASSERT_NE(peer, nullptr) << from << " -> " << to;
+    EXPECT_EQ(peer->many_small, "peer_fused_kernel");
+    EXPECT_EQ(peer->large, "peer_copy");
+  }
+  report.peer_access = {{true, false}, {false, true}};
+  const CopyPath* staged = FindPath(CopyPaths(report), "cuda:0", "cuda:1");
+  ASSERT_NE(staged, nullptr);
+  EXPECT_EQ(staged->many_small, "staged_peer");
+  EXPECT_EQ(staged->large, "staged_peer");
+  EXPECT_THAT(FormatDeviceReport(report),
+              HasSubstr("copy paths (the batch copier's mechanism"));
+  EXPECT_EQ(DeviceReportToJson(report)["copy_paths"].size(), 8u);
 }
 
 TEST(FormatDeviceReportTest, SaysWhyThereIsNoGpu) {

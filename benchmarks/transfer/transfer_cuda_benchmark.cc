@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -28,7 +30,8 @@ struct Buffers {
   void* device = nullptr;
   std::vector<char> pageable = std::vector<char>(kBytes, 1);  // Touched: no first-touch cost.
   void* pinned = nullptr;
-  std::unique_ptr<StagingPipeline> pipelines[33];  // By host thread count.
+  // By (host threads, chunk KiB, buffers).
+  std::map<std::tuple<int, int, int>, std::unique_ptr<StagingPipeline>> pipelines;
 
   Buffers() {
     if (cudaMalloc(&device, kBytes) != cudaSuccess ||
@@ -39,12 +42,15 @@ struct Buffers {
     std::memset(pinned, 1, kBytes);
   }
 
-  // The pipeline with `threads` host threads (default chunk and buffer settings).
-  StagingPipeline& Pipeline(int threads) {
-    std::unique_ptr<StagingPipeline>& pipeline = pipelines[threads];
+  // The pipeline with `threads` host threads, chunks of `chunk_kib` KiB and `buffers`
+  // staging buffers.
+  StagingPipeline& Pipeline(int threads, int chunk_kib, int buffers) {
+    std::unique_ptr<StagingPipeline>& pipeline = pipelines[{threads, chunk_kib, buffers}];
     if (pipeline != nullptr) return *pipeline;
     StagingPipeline::Options options;
     options.num_threads = threads;
+    options.chunk_bytes = size_t(chunk_kib) << 10;
+    options.num_buffers = buffers;
     auto engine = CudaStagingEngine::Create(0, options.num_buffers);
     if (!engine.ok()) {
       std::fprintf(stderr, "%s\n", engine.status().ToString().c_str());
@@ -78,7 +84,7 @@ void BM_PageableToDevice_CudaMemcpy(benchmark::State& state) {
 void BM_PageableToDevice_StagingPipeline(benchmark::State& state) {
   Buffers& b = Get();
   for (auto _ : state) {
-    if (!b.Pipeline(state.range(0)).HostToDevice(b.device, b.pageable.data(), kBytes).ok()) {
+    if (!b.Pipeline(state.range(0), state.range(1), state.range(2)).HostToDevice(b.device, b.pageable.data(), kBytes).ok()) {
       state.SkipWithError("pipeline failed");
     }
   }
@@ -94,7 +100,7 @@ void BM_DeviceToPageable_CudaMemcpy(benchmark::State& state) {
 void BM_DeviceToPageable_StagingPipeline(benchmark::State& state) {
   Buffers& b = Get();
   for (auto _ : state) {
-    if (!b.Pipeline(state.range(0)).DeviceToHost(b.pageable.data(), b.device, kBytes).ok()) {
+    if (!b.Pipeline(state.range(0), state.range(1), state.range(2)).DeviceToHost(b.pageable.data(), b.device, kBytes).ok()) {
       state.SkipWithError("pipeline failed");
     }
   }
@@ -119,13 +125,27 @@ void BM_DeviceToPinned_CudaMemcpyAsync(benchmark::State& state) {
   Finish(state);
 }
 
+// The pipeline's arguments: host threads copying to and from the staging buffers, chunk
+// KiB, staging buffers. The defaults (StagingPipeline::Options) first, then the sweep
+// that chose them.
+void PipelineArgs(benchmark::internal::Benchmark* b) {
+  const StagingPipeline::Options defaults;
+  b->Args({defaults.num_threads, static_cast<int64_t>(defaults.chunk_bytes >> 10),
+           defaults.num_buffers});
+  for (int threads : {4, 8, 12}) b->Args({threads, 4096, 4});
+  for (int chunk_kib : {1024, 2048, 8192}) {
+    for (int buffers : {4, 8}) b->Args({8, chunk_kib, buffers});
+  }
+  b->Args({8, 4096, 8});
+  b->ArgNames({"threads", "chunk_kib", "buffers"});
+}
+
 BENCHMARK(BM_PageableToDevice_CudaMemcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
-// The argument is the number of host threads copying to and from the staging buffers.
 BENCHMARK(BM_PageableToDevice_StagingPipeline)
-    ->Arg(4)->Arg(8)->Arg(12)->UseRealTime()->Unit(benchmark::kMillisecond);
+    ->Apply(PipelineArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DeviceToPageable_CudaMemcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DeviceToPageable_StagingPipeline)
-    ->Arg(4)->Arg(8)->Arg(12)->UseRealTime()->Unit(benchmark::kMillisecond);
+    ->Apply(PipelineArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PinnedToDevice_CudaMemcpyAsync)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DeviceToPinned_CudaMemcpyAsync)->UseRealTime()->Unit(benchmark::kMillisecond);
 

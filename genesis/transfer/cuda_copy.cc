@@ -41,6 +41,7 @@ absl::Status CudaCopy(void* dst, Device dst_device, const void* src, Device src_
         device, cudaMemcpyPeerAsync(dst, dst_device.index(), src, src_device.index(),
                                     nbytes, stream));
   } else if (nbytes >= kPageableStagingMinBytes &&
+             (dst_device.is_cpu() || src_device.is_cpu()) &&
              IsPageable(dst_device.is_cpu() ? dst : src) && !IsCapturing(stream)) {
     // Through the staging pipeline, after the work queued on the stream.
     GENESIS_ASSIGN_OR_RETURN(StagingPipeline * pipeline, SharedStagingPipeline(device));

@@ -8,9 +8,9 @@
 //       dst, Device::Cuda(0), src, Device::Cpu(), nbytes));
 //
 // CUDA pointers are those of the device they are said to live on; host pointers may be
-// pageable or pinned (CUDA finds out which). Device-to-device copies between two GPUs go
-// through cudaMemcpyPeerAsync, which uses NVLink or PCIe peer access where it is enabled
-// and stages through the host otherwise. A copy between pageable host memory and a GPU
+// pageable or pinned (CUDA finds out which). Copies between two GPUs go through the
+// process's batch copier (batch_copy.h): cudaMemcpyPeerAsync with peer access enabled
+// once per pair, or, without peer access, double-buffered through pinned host memory. A copy between pageable host memory and a GPU
 // of at least kPageableStagingMinBytes (1 MiB) goes through the device's shared staging
 // pipeline (staging.h, SharedStagingPipeline): host threads copy through pinned buffers
 // while the copy engine moves earlier chunks, several times faster than cudaMemcpy from

@@ -4,6 +4,8 @@
 #include "genesis/core/status.h"
 #include "genesis/cuda/device_guard.h"
 #include "genesis/cuda/internal/check.h"
+#include "genesis/transfer/batch_copy.h"
+#include "genesis/transfer/batch_plan.h"
 #include "genesis/transfer/cuda_staging_engine.h"
 #include "genesis/transfer/internal/cuda_copy.h"
 #include "genesis/transfer/staging.h"
@@ -37,9 +39,17 @@ absl::Status CudaCopy(void* dst, Device dst_device, const void* src, Device src_
   const int device = dst_device.is_cuda() ? dst_device.index() : src_device.index();
   GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device));
   if (dst_device.is_cuda() && src_device.is_cuda() && dst_device != src_device) {
-    GENESIS_CUDA_RETURN_IF_ERROR_ON(
-        device, cudaMemcpyPeerAsync(dst, dst_device.index(), src, src_device.index(),
-                                    nbytes, stream));
+    // Through the batch copier: peer access enabled once per pair, or the staged path
+    // through pinned host memory where there is none.
+    GENESIS_ASSIGN_OR_RETURN(BatchCopier * copier, BatchCopier::Default());
+    const CopyRequest request{.src = src,
+                              .src_device = src_device,
+                              .dst = dst,
+                              .dst_device = dst_device,
+                              .bytes = nbytes};
+    const absl::Span<const CopyRequest> one(&request, 1);
+    return synchronize ? copier->Copy(one, dst_device, stream)
+                       : copier->CopyAsync(one, dst_device, stream);
   } else if (nbytes >= kPageableStagingMinBytes &&
              (dst_device.is_cpu() || src_device.is_cpu()) &&
              IsPageable(dst_device.is_cpu() ? dst : src) && !IsCapturing(stream)) {

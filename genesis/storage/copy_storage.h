@@ -71,8 +71,9 @@ class PendingCopy {
 // queued on src's and dst's own streams is waited for first if they are other streams.
 // The copy is asynchronous when both views are contiguous, the dtypes are equal and a
 // side is on a GPU; otherwise (host to host, strided views), and for pageable host
-// memory of 1 MiB or more (staged), it is finished when this returns. Errors: those of
-// Storage::CopyFrom; InvalidArgument for a stream of another device.
+// memory of 1 MiB or more (staged), it is finished when this returns. `stream` must not
+// be capturing a CUDA graph (transfer::BatchCopier::CopyAsync can be captured). Errors:
+// those of Storage::CopyFrom; InvalidArgument for a stream of another device.
 absl::StatusOr<PendingCopy> CopyStorageAsync(const Storage& src, Storage& dst,
                                              CUstream_st* stream);
 

@@ -287,14 +287,17 @@ absl::Status CudaExecutor::Run(const BatchPlan& plan, absl::Span<const CopyReque
       });
   if (direct) {
     const std::vector<cudaStream_t> lanes = {stream};
+    absl::Status first_error;
     for (const CopyGroup& group : plan.groups) {
-      if (group.mechanism == Mechanism::kHostMemcpy) continue;
-      GENESIS_RETURN_IF_ERROR(RunGroup(group, requests, lanes, plan.streams, capturing));
+      if (group.mechanism == Mechanism::kHostMemcpy || !first_error.ok()) continue;
+      first_error = RunGroup(group, requests, lanes, plan.streams, capturing);
     }
-    if (!synchronize) return absl::OkStatus();
+    if (!synchronize) return first_error;
+    // Also after an error: Copy returns only when nothing it queued still runs.
     GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(stream_device.index()));
-    GENESIS_CUDA_RETURN_IF_ERROR_ON(stream_device.index(), cudaStreamSynchronize(stream));
-    return absl::OkStatus();
+    const absl::Status synchronized = cuda::CudaStatus(
+        cudaStreamSynchronize(stream), "cudaStreamSynchronize", stream_device.index());
+    return first_error.ok() ? synchronized : first_error;
   }
 
   // The ordering streams, and the lanes.

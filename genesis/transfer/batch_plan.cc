@@ -153,7 +153,10 @@ absl::Status CheckOverlaps(absl::Span<const CopyRequest> requests) {
     return std::tie(a.device, a.begin, a.request) <
            std::tie(b.device, b.begin, b.request);
   };
-  std::sort(dsts.begin(), dsts.end(), by_start);
+  // Batches are usually laid out in order already: then the check is linear.
+  if (!std::is_sorted(dsts.begin(), dsts.end(), by_start)) {
+    std::sort(dsts.begin(), dsts.end(), by_start);
+  }
   // Sorted by start, an interval overlaps an earlier one if and only if it starts
   // before the furthest end seen so far on its device.
   for (size_t i = 1, furthest = 0; i < dsts.size(); ++i) {

@@ -42,9 +42,12 @@ struct Buffers {
     std::memset(pinned, 1, kBytes);
   }
 
-  // The pipeline with `threads` host threads, chunks of `chunk_kib` KiB and `buffers`
-  // staging buffers.
-  StagingPipeline& Pipeline(int threads, int chunk_kib, int buffers) {
+  // The pipeline of a benchmark's arguments (PipelineArgs): `threads` host threads,
+  // chunks of `chunk_kib` KiB and `buffers` staging buffers.
+  StagingPipeline& Pipeline(const benchmark::State& state) {
+    const int threads = state.range(0);
+    const int chunk_kib = state.range(1);
+    const int buffers = state.range(2);
     std::unique_ptr<StagingPipeline>& pipeline = pipelines[{threads, chunk_kib, buffers}];
     if (pipeline != nullptr) return *pipeline;
     StagingPipeline::Options options;
@@ -84,7 +87,7 @@ void BM_PageableToDevice_CudaMemcpy(benchmark::State& state) {
 void BM_PageableToDevice_StagingPipeline(benchmark::State& state) {
   Buffers& b = Get();
   for (auto _ : state) {
-    if (!b.Pipeline(state.range(0), state.range(1), state.range(2)).HostToDevice(b.device, b.pageable.data(), kBytes).ok()) {
+    if (!b.Pipeline(state).HostToDevice(b.device, b.pageable.data(), kBytes).ok()) {
       state.SkipWithError("pipeline failed");
     }
   }
@@ -100,7 +103,7 @@ void BM_DeviceToPageable_CudaMemcpy(benchmark::State& state) {
 void BM_DeviceToPageable_StagingPipeline(benchmark::State& state) {
   Buffers& b = Get();
   for (auto _ : state) {
-    if (!b.Pipeline(state.range(0), state.range(1), state.range(2)).DeviceToHost(b.pageable.data(), b.device, kBytes).ok()) {
+    if (!b.Pipeline(state).DeviceToHost(b.pageable.data(), b.device, kBytes).ok()) {
       state.SkipWithError("pipeline failed");
     }
   }

@@ -199,8 +199,9 @@ class Storage {
   // Copies `src`'s elements into this view, element by element (PyTorch's copy_):
   // same shape and dtype required (InvalidArgument naming both); any pair of devices.
   // This view must not broadcast (a stride-0 dim of size > 1) and must not overlap
-  // `src` in memory (InvalidArgument); FailedPrecondition if it is read-only. Returns once the copy is queued on this
-  // storage's stream (once it has finished if either side is on the CPU).
+  // `src` in memory (InvalidArgument); FailedPrecondition if it is read-only. Returns
+  // once the copy is queued on this storage's stream (once it has finished if either
+  // side is on the CPU).
   absl::Status CopyFrom(const Storage& src);
   // Like CopyFrom, converting from src's dtype to this one's (same shape required).
   absl::Status ConvertFrom(const Storage& src);

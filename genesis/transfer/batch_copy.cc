@@ -43,14 +43,12 @@ absl::StatusOr<BatchPlan> BatchCopier::Plan(absl::Span<const CopyRequest> reques
 
 absl::Status BatchCopier::Copy(absl::Span<const CopyRequest> requests, Device stream_device,
                                CUstream_st* stream) {
-  GENESIS_RETURN_IF_ERROR(executor_->CheckStream(stream_device, stream));
   GENESIS_ASSIGN_OR_RETURN(const BatchPlan plan, Plan(requests));
   return Execute(plan, requests, stream_device, stream, /*synchronize=*/true);
 }
 
 absl::Status BatchCopier::CopyAsync(absl::Span<const CopyRequest> requests,
                                     Device stream_device, CUstream_st* stream) {
-  GENESIS_RETURN_IF_ERROR(executor_->CheckStream(stream_device, stream));
   GENESIS_ASSIGN_OR_RETURN(const BatchPlan plan, Plan(requests));
   return Execute(plan, requests, stream_device, stream, /*synchronize=*/false);
 }

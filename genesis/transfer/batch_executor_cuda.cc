@@ -5,9 +5,10 @@
 // stream (the caller's stream, or every device's legacy default stream); every lane
 // stream the plan uses waits for all of them. After the groups are queued, an "exit"
 // event is recorded on each lane stream and every ordering stream waits for all of
-// those (Copy also waits on the host). Events come from a per-device free list; an event can go back to it as
-// soon as the waits on it are queued, since a wait captures the record before it.
-// The same joins make the whole batch part of a graph when the caller's stream captures.
+// those (Copy also waits on the host). Events come from a per-device free list; an
+// event can go back to it as soon as the waits on it are queued, since a wait captures
+// the record before it. The same joins make the whole batch part of a graph when the
+// caller's stream captures. docs/batch_copy.md says more.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>

@@ -10,11 +10,12 @@
 // CUDA pointers are those of the device they are said to live on; host pointers may be
 // pageable or pinned (CUDA finds out which). Copies between two GPUs go through the
 // process's batch copier (batch_copy.h): cudaMemcpyPeerAsync with peer access enabled
-// once per pair, or, without peer access, double-buffered through pinned host memory. A copy between pageable host memory and a GPU
-// of at least kPageableStagingMinBytes (1 MiB) goes through the device's shared staging
-// pipeline (staging.h, SharedStagingPipeline): host threads copy through pinned buffers
-// while the copy engine moves earlier chunks, several times faster than cudaMemcpy from
-// pageable memory. Functions are thread-safe.
+// once per pair, or, without peer access, double-buffered through pinned host memory.
+// A copy between pageable host memory and a GPU of at least kPageableStagingMinBytes
+// (1 MiB) goes through the device's shared staging pipeline (staging.h,
+// SharedStagingPipeline): host threads copy through pinned buffers while the copy
+// engine moves earlier chunks, several times faster than cudaMemcpy from pageable
+// memory. Functions are thread-safe.
 #ifndef GENESIS_TRANSFER_COPY_H_
 #define GENESIS_TRANSFER_COPY_H_
 

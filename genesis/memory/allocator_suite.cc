@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -311,6 +312,63 @@ TEST_P(AllocatorSuite, PeaksAndResets) {
   EXPECT_EQ(st.all.allocated_bytes.current, static_cast<int64_t>(3 * kMiB));
   ASSERT_TRUE(pool->Free(b).ok());
   EXPECT_EQ(pool->Stats().num_frees, 1);
+}
+
+// Thread-cache hits change no shared figure, yet peaks stay exact on one thread, also
+// when cached and uncached allocations interleave.
+TEST_P(AllocatorSuite, PeaksAreExactOnOneThread) {
+  auto pool = MakePool();
+  ASSERT_NE(pool, nullptr);
+  std::mt19937_64 rng(7);
+  struct Live {
+    void* ptr;
+    int64_t size;
+    int64_t requested;
+    bool small;
+  };
+  std::vector<Live> live;
+  // [0]: all, [1]: small pool, [2]: large pool.
+  int64_t allocated[3] = {}, requested[3] = {}, allocated_peak[3] = {}, requested_peak[3] = {};
+  for (int step = 0; step < 3000; ++step) {
+    // The change of allocated and requested bytes, and its pool.
+    int64_t size = 0;
+    int64_t asked = 0;
+    bool small = false;
+    if (live.empty() || (live.size() < 40 && rng() % 2 == 0)) {
+      // Mostly a few recurring small sizes (thread-cache hits), sometimes large ones.
+      const size_t bytes = rng() % 8 == 0 ? (1 + rng() % 6) * kMiB + rng() % 4096
+                                          : size_t{512} << (rng() % 8);
+      void* p = *pool->Allocate(bytes);
+      size = static_cast<int64_t>(pool->AllocationSize(p));
+      asked = static_cast<int64_t>(bytes);
+      small = size < static_cast<int64_t>(kMiB);
+      live.push_back({p, size, asked, small});
+    } else {
+      const auto i = static_cast<ptrdiff_t>(rng() % live.size());
+      const Live freed = live[static_cast<size_t>(i)];
+      live.erase(live.begin() + i);
+      ASSERT_TRUE(pool->Free(freed.ptr).ok());
+      size = -freed.size;
+      asked = -freed.requested;
+      small = freed.small;
+    }
+    for (int p : {0, small ? 1 : 2}) {
+      allocated[p] += size;
+      requested[p] += asked;
+      allocated_peak[p] = std::max(allocated_peak[p], allocated[p]);
+      requested_peak[p] = std::max(requested_peak[p], requested[p]);
+    }
+    const MemoryStats st = pool->Stats();
+    const PoolMemoryStats* pools[3] = {&st.all, &st.small_pool, &st.large_pool};
+    for (int p = 0; p < 3; ++p) {
+      ASSERT_EQ(pools[p]->allocated_bytes.current, allocated[p]) << step << " pool " << p;
+      ASSERT_EQ(pools[p]->allocated_bytes.peak, allocated_peak[p]) << step << " pool " << p;
+      ASSERT_EQ(pools[p]->active_bytes.peak, allocated_peak[p]) << step << " pool " << p;
+      ASSERT_EQ(pools[p]->requested_bytes.peak, requested_peak[p]) << step << " pool " << p;
+    }
+  }
+  for (const Live& l : live) ASSERT_TRUE(pool->Free(l.ptr).ok());
+  EXPECT_EQ(CheckPoolInvariants(*pool), "");
 }
 
 TEST_P(AllocatorSuite, EmptyCacheReturnsFreeSegments) {

@@ -1,12 +1,14 @@
 #include "genesis/memory/caching_allocator.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -166,7 +168,7 @@ class SpinLock {
 // Freed small blocks one thread keeps for itself. Its mutex is only contended when
 // another thread flushes the caches (EmptyCache, Compact, OOM).
 struct ThreadCache {
-  SpinLock mu;
+  mutable SpinLock mu;
   // Node-based, so a bin's address is stable and can be remembered in `recent`.
   absl::node_hash_map<BinKey, std::vector<Block*>> bins;
   // The bins used last, direct-mapped by size: most calls skip the hash lookup.
@@ -178,9 +180,15 @@ struct ThreadCache {
 
   // The bin of (size, stream); with `create`, made on first use, else nullptr if none.
   std::vector<Block*>* Bin(size_t size, StreamId stream, bool create) {
+    const RecentBin& r = recent[(size >> 9) & 7];
+    if (r.bin != nullptr && r.key.size == size && r.key.stream == stream) [[likely]] {
+      return r.bin;
+    }
+    return FindBin(size, stream, create);
+  }
+  [[gnu::noinline]] std::vector<Block*>* FindBin(size_t size, StreamId stream, bool create) {
     RecentBin& r = recent[(size >> 9) & 7];
     const BinKey key{size, stream};
-    if (r.bin != nullptr && r.key == key) return r.bin;
     std::vector<Block*>* bin = nullptr;
     if (create) {
       bin = &bins[key];
@@ -206,12 +214,12 @@ struct ThreadCache {
   static int SlotFor(const void* p) {
     return static_cast<int>(((reinterpret_cast<uintptr_t>(p) >> 9) * 0x9E3779B97F4A7C15ull) >> 56);
   }
-  // What this thread's fast path did and has not yet folded into the pool's atomics,
-  // per pool (kSmall, kLarge). Taking a block from the cache raises allocated, active
-  // and requested bytes and lowers cached (and inactive-split) bytes; putting one back
-  // does the reverse, so these sums determine every gauge (see AddFigures). Guarded by
-  // `mu`, like the bins, so a flush folds them together with the blocks, and the
-  // common path writes no shared cache line.
+  // What this thread's fast path did since its figures were last folded into the
+  // pool's atomics, per pool (kSmall, kLarge): the running totals. Taking a block from
+  // the cache raises allocated, active and requested bytes and lowers cached (and
+  // inactive-split) bytes; putting one back does the reverse. Guarded by `mu`, like the
+  // bins, so a flush folds them together with the blocks, and the common path writes
+  // no shared cache line.
   struct Totals {
     int64_t popped = 0;  // Bytes of blocks taken from the cache.
     int64_t pushed = 0;  // Bytes of blocks put into it.
@@ -223,34 +231,90 @@ struct ThreadCache {
     int64_t num_pushed = 0;
   };
   Totals totals[kNumStatPools];  // Index kSmall or kLarge.
+  // Per stats pool (kAllPools included): the change of the current values that the
+  // pool's atomics lack, and the highest each gauge's change reached since the pool's
+  // peaks last saw this cache (see CachingAllocator::Impl::FoldCurrent): the peak the
+  // pool would have recorded had the fast path written its atomics. Active bytes move
+  // with allocated bytes, cached bytes against them.
+  struct Unfolded {
+    int64_t allocated = 0;
+    int64_t requested = 0;
+    int64_t split = 0;  // Inactive-split bytes.
+    int64_t allocated_high = 0;
+    int64_t cached_high = 0;
+    int64_t requested_high = 0;
+    int64_t split_high = 0;
 
-  // The net change of gauge `g` in stats pool `p` (kAllPools included).
-  int64_t Current(Gauge g, int p) const {
-    if (p == kAllPools) return Current(g, kSmall) + Current(g, kLarge);
-    const Totals& t = totals[p];
-    switch (g) {
-      case kAllocatedBytes:
-      case kActiveBytes:
-        return t.popped - t.pushed;
-      case kCachedBytes:
-        return t.pushed - t.popped;
-      case kRequestedBytes:
-        return t.requested_popped - t.requested_pushed;
-      case kInactiveSplitBytes:
-        return t.split_pushed - t.split_popped;
-      default:
-        return 0;
+    int64_t Change(Gauge g) const {
+      switch (g) {
+        case kAllocatedBytes:
+        case kActiveBytes:
+          return allocated;
+        case kCachedBytes:
+          return -allocated;
+        case kRequestedBytes:
+          return requested;
+        case kInactiveSplitBytes:
+          return split;
+        default:
+          return 0;
+      }
+    }
+    int64_t High(Gauge g) const {
+      switch (g) {
+        case kAllocatedBytes:
+        case kActiveBytes:
+          return allocated_high;
+        case kCachedBytes:
+          return cached_high;
+        case kRequestedBytes:
+          return requested_high;
+        case kInactiveSplitBytes:
+          return split_high;
+        default:
+          return 0;
+      }
+    }
+  };
+  Unfolded unfolded[kNumStatPools];
+
+  // Accounts for a block of `size` bytes (`requested` asked for; `split`: it does not
+  // span its segment) taken from the cache (`sign` 1) or put into it (-1).
+  void Account(int pool, int64_t size, int64_t requested, bool split, int sign) {
+    Totals& t = totals[pool];
+    if (sign > 0) {
+      t.popped += size;
+      t.requested_popped += requested;
+      if (split) t.split_popped += size;
+      ++t.num_popped;
+    } else {
+      t.pushed += size;
+      t.requested_pushed += requested;
+      if (split) t.split_pushed += size;
+      ++t.num_pushed;
+    }
+    for (Unfolded* u : {&unfolded[pool], &unfolded[kAllPools]}) {
+      u->allocated += sign * size;
+      u->requested += sign * requested;
+      if (split) u->split -= sign * size;
+      if (sign > 0) {
+        u->allocated_high = std::max(u->allocated_high, u->allocated);
+        u->requested_high = std::max(u->requested_high, u->requested);
+      } else {
+        u->cached_high = std::max(u->cached_high, -u->allocated);
+        u->split_high = std::max(u->split_high, u->split);
+      }
     }
   }
 
-  // Adds the figures these totals stand for to the given arrays.
-  void AddFigures(int64_t cur[kNumGauges][kNumStatPools], int64_t up[kNumGauges][kNumStatPools],
-                  int64_t down[kNumGauges][kNumStatPools], int64_t counters[kNumCounters]) const {
+  // Adds the running totals (allocated and freed of each gauge) and counters these
+  // totals stand for to the given arrays.
+  void AddTotals(int64_t up[kNumGauges][kNumStatPools], int64_t down[kNumGauges][kNumStatPools],
+                 int64_t counters[kNumCounters]) const {
     for (int p : {kSmall, kLarge}) {
       const Totals& t = totals[p];
       auto add = [&](Gauge g, int64_t increase, int64_t decrease) {
         for (int q : {kAllPools, p}) {
-          cur[g][q] += increase - decrease;
           up[g][q] += increase;
           down[g][q] += decrease;
         }
@@ -344,6 +408,11 @@ size_t ReservationSize(size_t total_bytes, size_t chunk) {
 
 }  // namespace
 
+// The cache of the pool this thread used last (found in TlsCaches without the
+// initialisation check that a thread_local with a destructor costs on every access).
+thread_local uint64_t tls_pool_id = 0;
+thread_local ThreadCache* tls_pool_cache = nullptr;
+
 // The pool. CachingAllocator forwards to it so the header stays free of internals.
 class CachingAllocator::Impl {
  public:
@@ -351,8 +420,24 @@ class CachingAllocator::Impl {
        std::unique_ptr<StreamEvents> events, size_t total_bytes);
   ~Impl();
 
-  absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream);
-  absl::Status Free(void* ptr);
+  // The common cases (a thread-cache hit, a free of a block this thread took from its
+  // cache) are inline here; everything else goes to the *Slow functions.
+  absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream) {
+    if (fast_path_ && !observed() && bytes <= fast_max_bytes_) {
+      const size_t size = (std::max<size_t>(bytes, 1) + rounding_mask_) & ~rounding_mask_;
+      if (Block* b = CachePop(size, stream, bytes)) return static_cast<void*>(b->ptr);
+      return AllocateSlow(bytes, stream, /*cache_tried=*/true);
+    }
+    return AllocateSlow(bytes, stream, /*cache_tried=*/false);
+  }
+  absl::Status Free(void* ptr) {
+    if (ptr == nullptr) return absl::OkStatus();
+    if (fast_path_ && !observed() && FreeToOwnCache(ptr)) return absl::OkStatus();
+    return FreeSlow(ptr);
+  }
+  // `cache_tried`: the thread cache has no block for this request.
+  absl::StatusOr<void*> AllocateSlow(size_t bytes, StreamId stream, bool cache_tried);
+  absl::Status FreeSlow(void* ptr);
   absl::Status RecordStream(void* ptr, StreamId stream);
   size_t AllocationSize(const void* ptr) const;
   absl::Status EmptyCache(bool wait);
@@ -395,6 +480,7 @@ class CachingAllocator::Impl {
 
   // Stats.
   void AddGauge(Gauge g, int pool, int64_t delta);
+  void RaisePeakTo(Gauge g, int p, int64_t value);
   void Count(Counter c, int64_t n = 1) {
     shards_[ThisThreadShard()].counters[c].fetch_add(n, std::memory_order_relaxed);
   }
@@ -403,7 +489,10 @@ class CachingAllocator::Impl {
   }
 
   // Thread caches (no pool lock).
-  ThreadCache* MyCache();
+  ThreadCache* MyCache() {
+    return tls_pool_id == id_ ? tls_pool_cache : MyCacheSlow();
+  }
+  ThreadCache* MyCacheSlow();
   // Takes a cached block of `size` for `stream` and accounts for the allocation in the
   // thread's own figures; nullptr if the thread has none.
   Block* CachePop(size_t size, StreamId stream, size_t requested);
@@ -412,12 +501,17 @@ class CachingAllocator::Impl {
   // Frees `ptr` into this thread's cache if this thread took it from there and it is
   // still allocated: no address-map lookup. False sends the free down the usual path.
   bool FreeToOwnCache(const void* ptr);
-  // Folds a cache's figures into the pool's atomics. The caller holds cache.mu.
+  // Raises the pool's peaks to what the cache's highs say they reached, then adds the
+  // cache's unfolded changes to the pool's current values. The caller holds cache.mu.
+  // Peaks are exact with one thread; with several, a high is set against the pool's
+  // current values as they are now, not as they were when the high was reached.
+  void FoldCurrent(ThreadCache& cache);
+  // FoldCurrent, and moves the cache's running totals and counters into the pool's
+  // atomics too, resetting the cache's figures. The caller holds cache.mu.
   void FoldCacheStats(ThreadCache& cache);
-  // Raises the peak of gauge `g` to the pool-wide value as this thread sees it (the
-  // atomics plus its own unfolded changes). Exact with one thread; with several, other
-  // threads' unfolded changes (bounded by their caches) are not seen.
-  void RaisePeak(Gauge g, int pool, const ThreadCache& cache);
+  // Folds this thread's changes before a slow-path call changes the pool's gauges, so
+  // that the peaks it raises count them.
+  void FoldMyCurrent();
   // Moves every thread's cached blocks back to the free sets. Takes registry, caches
   // and the pool lock, in that order (the pool-wide lock order).
   void FlushThreadCaches();
@@ -505,6 +599,12 @@ class CachingAllocator::Impl {
   const size_t allowed_max_;  // kNoLimit unless memory_fraction < 1.
   const uint64_t id_;
   const bool thread_caches_;
+  // Allocate and Free try the thread cache inline: thread caches are on, and no policy
+  // (cache_limit) must look at every free.
+  const bool fast_path_;
+  // Requests up to this size round to block_rounding alone (no power-of-two divisions).
+  const size_t fast_max_bytes_;
+  const size_t rounding_mask_;  // block_rounding - 1 (a power of two).
   // Large blocks are cached per thread only when no policy (cache_limit, garbage
   // collection) must see freed segments at once to release them.
   const bool large_blocks_in_thread_caches_;
@@ -555,8 +655,6 @@ struct TlsEntry {
 // One per thread: the thread's cache in every pool it used.
 struct TlsCaches {
   std::vector<TlsEntry> entries;
-  uint64_t last_id = 0;
-  ThreadCache* last = nullptr;
 
   ~TlsCaches() {
     for (TlsEntry& e : entries) {
@@ -590,6 +688,11 @@ CachingAllocator::Impl::Impl(std::unique_ptr<Backend> backend, AllocatorOptions 
                        : kNoLimit),
       id_(next_pool_id.fetch_add(1)),
       thread_caches_(opt_.thread_cache_blocks > 0),
+      fast_path_(thread_caches_ && opt_.cache_limit == kNoLimit),
+      fast_max_bytes_(opt_.roundup_power2_divisions > 1
+                          ? opt_.block_rounding
+                          : std::numeric_limits<size_t>::max() - opt_.block_rounding),
+      rounding_mask_(opt_.block_rounding - 1),
       large_blocks_in_thread_caches_(opt_.cache_limit == kNoLimit &&
                                      opt_.garbage_collection_threshold == 0.0),
       registry_(std::make_shared<Registry>()) {
@@ -662,6 +765,13 @@ absl::StatusOr<size_t> CachingAllocator::Impl::SegmentSize(size_t size, int pool
 
 // ----- Stats -----
 
+void CachingAllocator::Impl::RaisePeakTo(Gauge g, int p, int64_t value) {
+  int64_t peak = peak_[g][p].load(std::memory_order_relaxed);
+  while (value > peak &&
+         !peak_[g][p].compare_exchange_weak(peak, value, std::memory_order_relaxed)) {
+  }
+}
+
 void CachingAllocator::Impl::AddGauge(Gauge g, int pool, int64_t delta) {
   if (delta == 0) return;
   CounterShard& shard = shards_[ThisThreadShard()];
@@ -669,10 +779,7 @@ void CachingAllocator::Impl::AddGauge(Gauge g, int pool, int64_t delta) {
     const int64_t now = cur_[g][p].fetch_add(delta, std::memory_order_relaxed) + delta;
     if (delta > 0) {
       shard.gauge_up[g][p].fetch_add(delta, std::memory_order_relaxed);
-      int64_t peak = peak_[g][p].load(std::memory_order_relaxed);
-      while (now > peak &&
-             !peak_[g][p].compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-      }
+      RaisePeakTo(g, p, now);
     } else {
       shard.gauge_down[g][p].fetch_add(-delta, std::memory_order_relaxed);
     }
@@ -681,16 +788,30 @@ void CachingAllocator::Impl::AddGauge(Gauge g, int pool, int64_t delta) {
 
 MemoryStats CachingAllocator::Impl::Stats() const {
   // The thread caches' unfolded figures, read under their locks (registry first, as
-  // everywhere), added to the atomics below.
+  // everywhere), added to the atomics below. A cache's high says how far above the
+  // pool's current value its unfolded changes went: with the others' unfolded changes
+  // as they are now, that is a peak.
   int64_t cache_cur[kNumGauges][kNumStatPools] = {};
   int64_t cache_up[kNumGauges][kNumStatPools] = {};
   int64_t cache_down[kNumGauges][kNumStatPools] = {};
   int64_t cache_counters[kNumCounters] = {};
+  // Per cache and gauge: its high minus its unfolded change.
+  std::vector<std::array<std::array<int64_t, kNumStatPools>, kNumGauges>> excess;
   {
     std::lock_guard<std::mutex> registry_lock(registry_->mu);
-    for (const auto& cache : registry_->caches) {
-      std::lock_guard<SpinLock> lock(cache->mu);
-      cache->AddFigures(cache_cur, cache_up, cache_down, cache_counters);
+    excess.resize(registry_->caches.size());
+    for (size_t i = 0; i < registry_->caches.size(); ++i) {
+      const ThreadCache& cache = *registry_->caches[i];
+      std::lock_guard<SpinLock> lock(cache.mu);
+      cache.AddTotals(cache_up, cache_down, cache_counters);
+      for (int g = 0; g < kNumGauges; ++g) {
+        for (int p = 0; p < kNumStatPools; ++p) {
+          const ThreadCache::Unfolded& u = cache.unfolded[p];
+          const int64_t change = u.Change(static_cast<Gauge>(g));
+          cache_cur[g][p] += change;
+          excess[i][g][p] = u.High(static_cast<Gauge>(g)) - change;
+        }
+      }
     }
   }
   MemoryStats out;
@@ -702,10 +823,13 @@ MemoryStats CachingAllocator::Impl::Stats() const {
         &pools[p]->inactive_split_bytes, &pools[p]->requested_bytes};
     for (int g = 0; g < kNumGauges; ++g) {
       stats[g]->current = cur_[g][p].load(std::memory_order_relaxed) + cache_cur[g][p];
-      // Peaks seen by one thread miss the other threads' unfolded changes; never report
-      // a peak below the current value.
       stats[g]->peak =
           std::max(peak_[g][p].load(std::memory_order_relaxed), stats[g]->current);
+      for (const auto& e : excess) {
+        if (g != kReservedBytes) {
+          stats[g]->peak = std::max(stats[g]->peak, stats[g]->current + e[g][p]);
+        }
+      }
       stats[g]->allocated = cache_up[g][p];
       stats[g]->freed = cache_down[g][p];
       for (const CounterShard& s : shards_) {
@@ -788,14 +912,13 @@ int64_t CachingAllocator::Impl::LargestFreeBlockLocked() const {
 
 // ----- Thread caches -----
 
-ThreadCache* CachingAllocator::Impl::MyCache() {
+ThreadCache* CachingAllocator::Impl::MyCacheSlow() {
   TlsCaches& tls = Tls();
-  if (tls.last_id == id_) return tls.last;
   for (TlsEntry& e : tls.entries) {
     if (e.pool_id == id_) {
-      tls.last_id = id_;
-      tls.last = e.cache.get();
-      return tls.last;
+      tls_pool_id = id_;
+      tls_pool_cache = e.cache.get();
+      return tls_pool_cache;
     }
   }
   // First use of this pool on this thread; drop entries of pools that are gone.
@@ -809,12 +932,13 @@ ThreadCache* CachingAllocator::Impl::MyCache() {
     registry_->caches.push_back(cache);
   }
   tls.entries.push_back(TlsEntry{id_, registry_, cache});
-  tls.last_id = id_;
-  tls.last = cache.get();
-  return tls.last;
+  tls_pool_id = id_;
+  tls_pool_cache = cache.get();
+  return tls_pool_cache;
 }
 
-Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream, size_t requested) {
+inline Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream,
+                                              size_t requested) {
   ThreadCache* cache = MyCache();
   std::lock_guard<SpinLock> lock(cache->mu);
   std::vector<Block*>* bin = cache->Bin(size, stream, /*create=*/false);
@@ -828,40 +952,37 @@ Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream, size_t req
   b->alloc_seq.store(seq, std::memory_order_relaxed);
   b->state.store(State::kAllocated, std::memory_order_relaxed);
   cache->handed_out[ThreadCache::SlotFor(b->ptr)] = {b->ptr, b, seq};
-  ThreadCache::Totals& t = cache->totals[b->pool];
-  const int64_t s = static_cast<int64_t>(b->size);
-  t.popped += s;
-  t.requested_popped += static_cast<int64_t>(requested);
-  if (IsSplit(b)) t.split_popped += s;
-  ++t.num_popped;
-  for (Gauge g : {kAllocatedBytes, kActiveBytes, kRequestedBytes}) RaisePeak(g, b->pool, *cache);
+  cache->Account(b->pool, static_cast<int64_t>(b->size), static_cast<int64_t>(requested),
+                 IsSplit(b), 1);
   return b;
 }
 
-void CachingAllocator::Impl::RaisePeak(Gauge g, int pool, const ThreadCache& cache) {
-  const int64_t in_pool = cache.Current(g, pool);
-  const int64_t in_all = in_pool + cache.Current(g, pool == kSmall ? kLarge : kSmall);
-  for (auto [p, local] : {std::pair{kAllPools, in_all}, std::pair{pool, in_pool}}) {
-    const int64_t now = cur_[g][p].load(std::memory_order_relaxed) + local;
-    int64_t peak = peak_[g][p].load(std::memory_order_relaxed);
-    while (now > peak &&
-           !peak_[g][p].compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+void CachingAllocator::Impl::FoldCurrent(ThreadCache& cache) {
+  for (int p = 0; p < kNumStatPools; ++p) {
+    ThreadCache::Unfolded& u = cache.unfolded[p];
+    for (int g = 0; g < kNumGauges; ++g) {
+      const auto gauge = static_cast<Gauge>(g);
+      if (const int64_t high = u.High(gauge); high > 0) {
+        RaisePeakTo(gauge, p, GaugeNow(gauge, p) + high);
+      }
+      if (const int64_t change = u.Change(gauge); change != 0) {
+        cur_[g][p].fetch_add(change, std::memory_order_relaxed);
+      }
     }
+    u = {};
   }
 }
 
 void CachingAllocator::Impl::FoldCacheStats(ThreadCache& cache) {
-  int64_t cur[kNumGauges][kNumStatPools] = {};
+  FoldCurrent(cache);
   int64_t up[kNumGauges][kNumStatPools] = {};
   int64_t down[kNumGauges][kNumStatPools] = {};
   int64_t counters[kNumCounters] = {};
-  cache.AddFigures(cur, up, down, counters);
+  cache.AddTotals(up, down, counters);
   for (ThreadCache::Totals& t : cache.totals) t = {};
   CounterShard& shard = shards_[ThisThreadShard()];
   for (int g = 0; g < kNumGauges; ++g) {
     for (int p = 0; p < kNumStatPools; ++p) {
-      // Folding moves figures without changing their pool-wide value: no peak moves.
-      if (cur[g][p] != 0) cur_[g][p].fetch_add(cur[g][p], std::memory_order_relaxed);
       if (up[g][p] != 0) shard.gauge_up[g][p].fetch_add(up[g][p], std::memory_order_relaxed);
       if (down[g][p] != 0) shard.gauge_down[g][p].fetch_add(down[g][p], std::memory_order_relaxed);
     }
@@ -871,13 +992,19 @@ void CachingAllocator::Impl::FoldCacheStats(ThreadCache& cache) {
   }
 }
 
+void CachingAllocator::Impl::FoldMyCurrent() {
+  ThreadCache* cache = MyCache();
+  std::lock_guard<SpinLock> lock(cache->mu);
+  FoldCurrent(*cache);
+}
+
 bool CachingAllocator::Impl::CachePush(Block* b, size_t requested) {
   ThreadCache* cache = MyCache();
   std::lock_guard<SpinLock> lock(cache->mu);
   return CachePushLocked(*cache, b, requested);
 }
 
-bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr) {
+inline bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr) {
   ThreadCache* cache = MyCache();
   std::lock_guard<SpinLock> lock(cache->mu);
   ThreadCache::HandedOut& slot = cache->handed_out[ThreadCache::SlotFor(ptr)];
@@ -895,7 +1022,7 @@ bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr) {
   return CachePushLocked(*cache, b, b->requested.load(std::memory_order_relaxed));
 }
 
-bool CachingAllocator::Impl::CachePushLocked(ThreadCache& cache, Block* b,
+inline bool CachingAllocator::Impl::CachePushLocked(ThreadCache& cache, Block* b,
                                              size_t requested) {
   if (b->pool != kSmall && !large_blocks_in_thread_caches_) return false;
   if (cache.bytes + b->size > opt_.thread_cache_bytes) return false;
@@ -905,14 +1032,9 @@ bool CachingAllocator::Impl::CachePushLocked(ThreadCache& cache, Block* b,
   cache.bytes += b->size;
   b->state.store(State::kThreadCached, std::memory_order_relaxed);
   b->requested.store(0, std::memory_order_relaxed);
-  ThreadCache::Totals& t = cache.totals[b->pool];
-  const int64_t size = static_cast<int64_t>(b->size);
-  t.pushed += size;
-  t.requested_pushed += static_cast<int64_t>(requested);
   // A cached block that does not span its segment keeps the segment split.
-  if (IsSplit(b)) t.split_pushed += size;
-  ++t.num_pushed;
-  for (Gauge g : {kCachedBytes, kInactiveSplitBytes}) RaisePeak(g, b->pool, cache);
+  cache.Account(b->pool, static_cast<int64_t>(b->size), static_cast<int64_t>(requested),
+                IsSplit(b), -1);
   return true;
 }
 
@@ -1569,12 +1691,13 @@ void CachingAllocator::Impl::Unregister(Block* b) {
   shard.blocks.erase(b->ptr);
 }
 
-absl::StatusOr<void*> CachingAllocator::Impl::Allocate(size_t bytes, StreamId stream) {
+absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamId stream,
+                                                           bool cache_tried) {
   GENESIS_ASSIGN_OR_RETURN(const size_t size, RoundSize(bytes));
   const int pool = size < opt_.small_size_limit ? kSmall : kLarge;
   const bool watch = observed();
 
-  if (thread_caches_) {
+  if (thread_caches_ && !cache_tried) {
     if (Block* b = CachePop(size, stream, bytes)) {
       if (watch) {
         Dispatch({MakeEvent(AllocatorEventType::kAllocate, b->size, bytes, b->ptr,
@@ -1585,6 +1708,7 @@ absl::StatusOr<void*> CachingAllocator::Impl::Allocate(size_t bytes, StreamId st
   }
 
   GENESIS_ASSIGN_OR_RETURN(const size_t segment_size, SegmentSize(size, pool));
+  if (thread_caches_) FoldMyCurrent();
   Sink events;
   Sink* sink = watch ? &events : nullptr;
   OomReason why;
@@ -1677,9 +1801,10 @@ absl::Status CachingAllocator::Impl::FreeLocked(Block* b, size_t requested) {
   return absl::OkStatus();
 }
 
-absl::Status CachingAllocator::Impl::Free(void* ptr) {
+absl::Status CachingAllocator::Impl::FreeSlow(void* ptr) {
   if (ptr == nullptr) return absl::OkStatus();
-  if (thread_caches_ && !observed() && FreeToOwnCache(ptr)) {
+  // With the fast path on, Free has tried the thread's own cache already.
+  if (thread_caches_ && !fast_path_ && !observed() && FreeToOwnCache(ptr)) {
     if (opt_.cache_limit != kNoLimit &&
         GaugeNow(kCachedBytes, kAllPools) > static_cast<int64_t>(opt_.cache_limit)) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1728,6 +1853,7 @@ absl::Status CachingAllocator::Impl::Free(void* ptr) {
       EnforceCacheLimitLocked(sink);
     }
   } else {
+    if (thread_caches_) FoldMyCurrent();
     absl::Status status;
     {
       std::lock_guard<std::mutex> lock(mu_);

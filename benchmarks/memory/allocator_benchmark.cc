@@ -43,4 +43,4 @@ BENCHMARK(BM_Malloc)->GENESIS_PAIR_ARGS;
 }  // namespace
 }  // namespace genesis::memory
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) { return genesis::memory::PoolBenchmarkMain(argc, argv); }

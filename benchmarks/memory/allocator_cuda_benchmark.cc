@@ -127,4 +127,4 @@ BENCHMARK(BM_CudaHostAlloc)->Arg(64 << 20)->Iterations(20)->UseRealTime();
 }  // namespace
 }  // namespace genesis::memory
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) { return genesis::memory::PoolBenchmarkMain(argc, argv); }

@@ -7,6 +7,7 @@
 
 #include "benchmark/benchmark.h"
 #include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/owner_lock.h"
 
 namespace genesis::memory {
 
@@ -23,6 +24,19 @@ inline void RunCachedPairs(benchmark::State& state, CachingAllocator& pool,
     if (!pool.Free(*p).ok()) state.SkipWithError("Free failed");
   }
   state.SetItemsProcessed(state.iterations());
+}
+
+// BENCHMARK_MAIN, which also says in the run's context how thread caches are locked:
+// "membarrier" (no locked instruction on the owner's side) or "fenced".
+inline int PoolBenchmarkMain(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  OwnerLock probe;
+  benchmark::AddCustomContext("thread_cache_lock",
+                              OwnerLock::OwnerSideIsPlain() ? "membarrier" : "fenced");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
 }
 
 }  // namespace genesis::memory

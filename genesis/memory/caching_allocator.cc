@@ -32,6 +32,7 @@
 #include "genesis/core/absl_compat.h"
 #include "genesis/core/byte_size.h"
 #include "genesis/core/status.h"
+#include "genesis/memory/owner_lock.h"
 
 namespace genesis::memory {
 namespace {
@@ -165,10 +166,12 @@ class SpinLock {
   std::atomic<bool> held_{false};
 };
 
-// Freed small blocks one thread keeps for itself. Its mutex is only contended when
-// another thread flushes the caches (EmptyCache, Compact, OOM).
+// Freed small blocks one thread keeps for itself. Its lock is only contended when
+// another thread flushes the caches (EmptyCache, Compact, OOM) or reads statistics.
 struct ThreadCache {
-  mutable SpinLock mu;
+  // Taken as owner by the thread the cache belongs to (every cached allocate and free),
+  // as another thread by flushes and statistics.
+  mutable OwnerLock mu;
   // Node-based, so a bin's address is stable and can be remembered in `recent`.
   absl::node_hash_map<BinKey, std::vector<Block*>> bins;
   // The bins used last, direct-mapped by size: most calls skip the hash lookup.
@@ -329,6 +332,23 @@ struct ThreadCache {
       counters[kNumFrees] += t.num_pushed;
     }
   }
+};
+
+// Holds every cache of a registry as a thread other than their owners (the caller holds
+// the registry's mutex), with one process-wide barrier for all of them.
+class AllCachesLock {
+ public:
+  explicit AllCachesLock(const std::vector<std::shared_ptr<ThreadCache>>& caches) {
+    locks_.reserve(caches.size());
+    for (const auto& cache : caches) locks_.push_back(&cache->mu);
+    OwnerLock::LockAll(locks_);
+  }
+  ~AllCachesLock() { OwnerLock::UnlockAll(locks_); }
+  AllCachesLock(const AllCachesLock&) = delete;
+  AllCachesLock& operator=(const AllCachesLock&) = delete;
+
+ private:
+  std::vector<OwnerLock*> locks_;
 };
 
 struct alignas(64) CounterShard {
@@ -799,10 +819,10 @@ MemoryStats CachingAllocator::Impl::Stats() const {
   std::vector<std::array<std::array<int64_t, kNumStatPools>, kNumGauges>> excess;
   {
     std::lock_guard<std::mutex> registry_lock(registry_->mu);
+    AllCachesLock caches_lock(registry_->caches);
     excess.resize(registry_->caches.size());
     for (size_t i = 0; i < registry_->caches.size(); ++i) {
       const ThreadCache& cache = *registry_->caches[i];
-      std::lock_guard<SpinLock> lock(cache.mu);
       cache.AddTotals(cache_up, cache_down, cache_counters);
       for (int g = 0; g < kNumGauges; ++g) {
         for (int p = 0; p < kNumStatPools; ++p) {
@@ -864,10 +884,8 @@ MemoryStats CachingAllocator::Impl::Stats() const {
 void CachingAllocator::Impl::ResetPeakStats() {
   {
     std::lock_guard<std::mutex> registry_lock(registry_->mu);
-    for (const auto& cache : registry_->caches) {
-      std::lock_guard<SpinLock> lock(cache->mu);
-      FoldCacheStats(*cache);
-    }
+    AllCachesLock caches_lock(registry_->caches);
+    for (const auto& cache : registry_->caches) FoldCacheStats(*cache);
   }
   for (int g = 0; g < kNumGauges; ++g) {
     for (int p = 0; p < kNumStatPools; ++p) {
@@ -880,10 +898,8 @@ void CachingAllocator::Impl::ResetPeakStats() {
 void CachingAllocator::Impl::ResetAccumulatedStats() {
   {
     std::lock_guard<std::mutex> registry_lock(registry_->mu);
-    for (const auto& cache : registry_->caches) {
-      std::lock_guard<SpinLock> lock(cache->mu);
-      FoldCacheStats(*cache);
-    }
+    AllCachesLock caches_lock(registry_->caches);
+    for (const auto& cache : registry_->caches) FoldCacheStats(*cache);
   }
   for (CounterShard& s : shards_) {
     for (auto& c : s.counters) c.store(0, std::memory_order_relaxed);
@@ -940,7 +956,7 @@ ThreadCache* CachingAllocator::Impl::MyCacheSlow() {
 inline Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream,
                                               size_t requested) {
   ThreadCache* cache = MyCache();
-  std::lock_guard<SpinLock> lock(cache->mu);
+  OwnerLock::AsOwner lock(cache->mu);
   std::vector<Block*>* bin = cache->Bin(size, stream, /*create=*/false);
   if (bin == nullptr || bin->empty()) return nullptr;
   Block* b = bin->back();
@@ -994,19 +1010,19 @@ void CachingAllocator::Impl::FoldCacheStats(ThreadCache& cache) {
 
 void CachingAllocator::Impl::FoldMyCurrent() {
   ThreadCache* cache = MyCache();
-  std::lock_guard<SpinLock> lock(cache->mu);
+  OwnerLock::AsOwner lock(cache->mu);
   FoldCurrent(*cache);
 }
 
 bool CachingAllocator::Impl::CachePush(Block* b, size_t requested) {
   ThreadCache* cache = MyCache();
-  std::lock_guard<SpinLock> lock(cache->mu);
+  OwnerLock::AsOwner lock(cache->mu);
   return CachePushLocked(*cache, b, requested);
 }
 
 inline bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr) {
   ThreadCache* cache = MyCache();
-  std::lock_guard<SpinLock> lock(cache->mu);
+  OwnerLock::AsOwner lock(cache->mu);
   ThreadCache::HandedOut& slot = cache->handed_out[ThreadCache::SlotFor(ptr)];
   if (slot.ptr != ptr) return false;
   Block* b = slot.block;
@@ -1041,14 +1057,16 @@ inline bool CachingAllocator::Impl::CachePushLocked(ThreadCache& cache, Block* b
 void CachingAllocator::Impl::FlushThreadCaches() {
   std::lock_guard<std::mutex> registry_lock(registry_->mu);
   std::vector<Block*> blocks;
-  for (const auto& cache : registry_->caches) {
-    std::lock_guard<SpinLock> lock(cache->mu);
-    for (auto& [key, bin] : cache->bins) {
-      blocks.insert(blocks.end(), bin.begin(), bin.end());
-      bin.clear();
+  {
+    AllCachesLock caches_lock(registry_->caches);
+    for (const auto& cache : registry_->caches) {
+      for (auto& [key, bin] : cache->bins) {
+        blocks.insert(blocks.end(), bin.begin(), bin.end());
+        bin.clear();
+      }
+      cache->bytes = 0;
+      FoldCacheStats(*cache);
     }
-    cache->bytes = 0;
-    FoldCacheStats(*cache);
   }
   if (blocks.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
@@ -1060,7 +1078,8 @@ void CachingAllocator::Impl::AdoptExitingThreadCache(
   std::erase(registry_->caches, cache);
   std::vector<Block*> blocks;
   {
-    std::lock_guard<SpinLock> lock(cache->mu);
+    // Called on the exiting thread itself, the cache's owner.
+    OwnerLock::AsOwner lock(cache->mu);
     for (auto& [key, bin] : cache->bins) blocks.insert(blocks.end(), bin.begin(), bin.end());
     cache->bins.clear();
     for (ThreadCache::RecentBin& r : cache->recent) r = {};

@@ -203,7 +203,13 @@ struct ThreadCache {
     r = {key, bin};
     return bin;
   }
-  size_t bytes = 0;
+  // Bytes of the blocks in `bins`. Written under `mu` (by the owner or a flush); atomic
+  // so that the pool can ask, without the lock, whether the cache holds anything.
+  std::atomic<size_t> bytes{0};
+  void AddBytes(int64_t delta) {
+    bytes.store(bytes.load(std::memory_order_relaxed) + static_cast<size_t>(delta),
+                std::memory_order_relaxed);
+  }
   // Blocks this thread took from its cache, by address (direct-mapped; a collision only
   // sends a free down the ordinary path). Lets the thread free them again without the
   // address map; each entry is checked against the block's alloc_seq before use.
@@ -545,9 +551,14 @@ class CachingAllocator::Impl {
   bool observed() const { return num_observers_.load(std::memory_order_relaxed) > 0; }
 
   // Everything below needs mu_.
+  // A block from the free sets, else (if `may_grow`) from new space; nullptr if none
+  // is free and `may_grow` is false.
   absl::StatusOr<Block*> AllocateLocked(size_t size, size_t requested,
                                         size_t segment_size, int pool, StreamId stream,
-                                        Sink* sink, OomReason* why, bool* hit);
+                                        bool may_grow, Sink* sink, OomReason* why,
+                                        bool* hit);
+  // True if some thread cache holds blocks (read without their locks).
+  bool ThreadCachesHoldBlocks() const;
   absl::StatusOr<Block*> AllocateAfterOomLocked(size_t size, size_t requested,
                                                 size_t segment_size, int pool,
                                                 StreamId stream, Sink* sink,
@@ -961,7 +972,7 @@ inline Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream,
   if (bin == nullptr || bin->empty()) return nullptr;
   Block* b = bin->back();
   bin->pop_back();
-  cache->bytes -= b->size;
+  cache->AddBytes(-static_cast<int64_t>(b->size));
   b->requested.store(requested, std::memory_order_relaxed);
   // Only the thread that holds a block's bin hands it out, so a plain increment will do.
   const uint64_t seq = b->alloc_seq.load(std::memory_order_relaxed) + 1;
@@ -1041,17 +1052,27 @@ inline bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr) {
 inline bool CachingAllocator::Impl::CachePushLocked(ThreadCache& cache, Block* b,
                                              size_t requested) {
   if (b->pool != kSmall && !large_blocks_in_thread_caches_) return false;
-  if (cache.bytes + b->size > opt_.thread_cache_bytes) return false;
+  if (cache.bytes.load(std::memory_order_relaxed) + b->size > opt_.thread_cache_bytes) {
+    return false;
+  }
   std::vector<Block*>& bin = *cache.Bin(b->size, b->stream, /*create=*/true);
   if (bin.size() >= static_cast<size_t>(opt_.thread_cache_blocks)) return false;
   bin.push_back(b);
-  cache.bytes += b->size;
+  cache.AddBytes(static_cast<int64_t>(b->size));
   b->state.store(State::kThreadCached, std::memory_order_relaxed);
   b->requested.store(0, std::memory_order_relaxed);
   // A cached block that does not span its segment keeps the segment split.
   cache.Account(b->pool, static_cast<int64_t>(b->size), static_cast<int64_t>(requested),
                 IsSplit(b), -1);
   return true;
+}
+
+bool CachingAllocator::Impl::ThreadCachesHoldBlocks() const {
+  std::lock_guard<std::mutex> registry_lock(registry_->mu);
+  for (const auto& cache : registry_->caches) {
+    if (cache->bytes.load(std::memory_order_relaxed) != 0) return true;
+  }
+  return false;
 }
 
 void CachingAllocator::Impl::FlushThreadCaches() {
@@ -1064,7 +1085,7 @@ void CachingAllocator::Impl::FlushThreadCaches() {
         blocks.insert(blocks.end(), bin.begin(), bin.end());
         bin.clear();
       }
-      cache->bytes = 0;
+      cache->bytes.store(0, std::memory_order_relaxed);
       FoldCacheStats(*cache);
     }
   }
@@ -1083,7 +1104,7 @@ void CachingAllocator::Impl::AdoptExitingThreadCache(
     for (auto& [key, bin] : cache->bins) blocks.insert(blocks.end(), bin.begin(), bin.end());
     cache->bins.clear();
     for (ThreadCache::RecentBin& r : cache->recent) r = {};
-    cache->bytes = 0;
+    cache->bytes.store(0, std::memory_order_relaxed);
     FoldCacheStats(*cache);
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -1652,13 +1673,14 @@ absl::Status CachingAllocator::Impl::ProcessEventsLocked(bool wait) {
 
 absl::StatusOr<Block*> CachingAllocator::Impl::AllocateLocked(
     size_t size, size_t requested, size_t segment_size, int pool, StreamId stream,
-    Sink* sink, OomReason* why, bool* hit) {
+    bool may_grow, Sink* sink, OomReason* why, bool* hit) {
   GENESIS_RETURN_IF_ERROR(ProcessEventsLocked(/*wait=*/false));
   if (Block* b = FindFreeLocked(pool, stream, size)) {
     TakeBlockLocked(b, size, requested);
     *hit = true;
     return b;
   }
+  if (!may_grow) return nullptr;
   CollectGarbageLocked(segment_size, sink);
   GENESIS_ASSIGN_OR_RETURN(Block * b,
                            NewSpaceLocked(size, segment_size, pool, stream, sink, why));
@@ -1735,7 +1757,20 @@ absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamI
   absl::StatusOr<Block*> block;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    block = AllocateLocked(size, bytes, segment_size, pool, stream, sink, &why, &hit);
+    // Memory in thread caches is reserved but serves only its own size: before an
+    // expandable segment maps more, the pool takes that memory back, where it merges
+    // with its neighbours and can be unmapped. (Classic segments do not gain from it:
+    // blocks that thread caches keep for their own size fragment segments less than
+    // the same blocks split for other sizes.)
+    const bool may_grow = !thread_caches_ || pool != kLarge || !expandable();
+    block = AllocateLocked(size, bytes, segment_size, pool, stream, may_grow, sink, &why,
+                           &hit);
+  }
+  if (block.ok() && *block == nullptr) {
+    if (ThreadCachesHoldBlocks()) FlushThreadCaches();
+    std::lock_guard<std::mutex> lock(mu_);
+    block = AllocateLocked(size, bytes, segment_size, pool, stream, /*may_grow=*/true, sink,
+                           &why, &hit);
   }
   if (absl::IsResourceExhausted(block.status())) {
     FlushThreadCaches();

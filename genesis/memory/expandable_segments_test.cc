@@ -106,6 +106,34 @@ TEST(ExpandableSegmentsTest, IdleMemoryMovesWhereItIsNeeded) {
   EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
 }
 
+// Same as above, but b sits in the freeing thread's cache: the pool takes it back
+// before mapping more, instead of keeping its memory mapped for b's size alone.
+TEST(ExpandableSegmentsTest, ThreadCachedMemoryMovesWhereItIsNeeded) {
+  AllocatorOptions options;
+  Pool p = MakePool(kNoLimit, options);
+  // MakePool turns thread caches off; this test wants them on.
+  options.thread_cache_blocks = 8;
+  auto backend = TestBackend::FakeCuda(kNoLimit, /*virtual_memory=*/true);
+  p.state = backend->state();
+  p.pool = *CachingAllocator::Create(std::move(backend), options);
+  void* a = p.Alloc(8 * kMiB);
+  void* b = p.Alloc(8 * kMiB);
+  void* c = p.Alloc(8 * kMiB);
+  p.Free(b);
+  // b is in the thread cache: an 8 MiB request takes it back without the pool.
+  EXPECT_EQ(p.Alloc(8 * kMiB), b);
+  p.Free(b);
+  void* d = p.Alloc(12 * kMiB);
+  EXPECT_EQ(d, At(a, 24 * kMiB));
+  MemoryStats st = p.pool->Stats();
+  EXPECT_EQ(st.all.reserved_bytes.current, static_cast<int64_t>(28 * kMiB));
+  EXPECT_EQ(st.all.reserved_bytes.peak, static_cast<int64_t>(28 * kMiB));
+  EXPECT_EQ(st.num_unmaps, 1);
+  EXPECT_EQ(p.state->mapped_bytes(), 28 * kMiB);
+  for (void* x : {a, c, d}) p.Free(x);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
 TEST(ExpandableSegmentsTest, SteadyLoopMapsNothingOnceWarm) {
   Pool p = MakePool();
   const size_t sizes[] = {3 * kMiB, 17 * kMiB + 512, 5 * kMiB, 40 * kMiB, 1 * kMiB,

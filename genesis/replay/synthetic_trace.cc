@@ -36,13 +36,23 @@ class TraceBuilder {
     for (auto it = addresses.rbegin(); it != addresses.rend(); ++it) Free(*it);
     addresses.clear();
   }
+  // Events from here on belong to training step `step` (1, 2, ...; setup is 0).
+  void BeginStep(int step) { step_ = step; }
   std::vector<TraceEvent> Take() { return std::move(events_); }
 
  private:
+  // Line numbers are those of FormatTrace's text, step markers included.
   void Emit(TraceAction action, uint64_t address, uint64_t size) {
-    events_.push_back(TraceEvent{action, address, size, /*stream=*/0,
-                                 static_cast<int>(events_.size() + 1)});
+    if (step_ != emitted_step_) {
+      ++line_;
+      emitted_step_ = step_;
+    }
+    events_.push_back(TraceEvent{action, address, size, /*stream=*/0, ++line_, step_});
   }
+
+  int step_ = 0;
+  int emitted_step_ = 0;
+  int line_ = 0;
 
   uint64_t next_ = uint64_t{0x7f0000000000};
   absl::flat_hash_map<uint64_t, uint64_t> sizes_;
@@ -97,6 +107,7 @@ std::vector<TraceEvent> TransformerTrainingTrace(uint64_t seed, int steps) {
 
   std::vector<uint64_t> optimizer_state, grads;
   for (int step = 0; step < steps; ++step) {
+    b.BeginStep(step + 1);
     const uint64_t batch = Pick(rng, {8, 12, 16});
     const uint64_t tokens = batch * kSeq;
     const uint64_t act = tokens * kHidden * bf16;
@@ -285,6 +296,7 @@ std::vector<TraceEvent> CnnTrainingTrace(uint64_t seed, int steps) {
 
   std::vector<uint64_t> optimizer_state, grads;
   for (int step = 0; step < steps; ++step) {
+    b.BeginStep(step + 1);
     const uint64_t batch = Pick(rng, {32, 48, 64});
     const uint64_t input = b.Alloc(batch * 3 * 224 * 224 * f32);
     const uint64_t target = b.Alloc(batch * 8);

@@ -10,8 +10,9 @@
 // zero_grad, and short-lived temporaries. Each free is a free_requested
 // immediately followed by a free_completed (one stream, 0). Addresses come from
 // a bump counter (512-aligned, never reused), so every trace is valid for
-// ParseTrace, and line numbers are the event's index + 1 (its line in
-// FormatTrace).
+// ParseTrace. Parameters are allocated in step 0; training step k's events
+// have step k (1-based). Line numbers are the events' lines in FormatTrace's
+// text (step markers included).
 #ifndef GENESIS_REPLAY_SYNTHETIC_TRACE_H_
 #define GENESIS_REPLAY_SYNTHETIC_TRACE_H_
 

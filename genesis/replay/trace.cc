@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -63,6 +65,22 @@ bool ParseHexOrDecimal(std::string_view s, uint64_t *value) {
 }
 
 std::string Hex(uint64_t v) { return absl::StrCat("0x", absl::Hex(v)); }
+
+bool IsBlank(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), IsSpace);
+}
+
+// The step number of a comment (the text after '#') that is exactly
+// "step <n>", surrounding whitespace aside; nullopt for any other comment.
+std::optional<int> StepMarker(std::string_view comment) {
+  std::string_view f[3];
+  if (SplitFields(comment, f, 3) != 2 || f[0] != "step") return std::nullopt;
+  uint64_t n = 0;
+  if (!ParseUnsigned(f[1], 10, &n) || n > static_cast<uint64_t>(INT32_MAX)) {
+    return std::nullopt;
+  }
+  return static_cast<int>(n);
+}
 
 absl::Status LineError(std::string_view name, int line, std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(ToAbsl(name), ":", line, ": ", ToAbsl(what)));
@@ -213,6 +231,7 @@ absl::StatusOr<std::vector<TraceEvent>> ParseTrace(std::string_view text,
   std::vector<TraceEvent> events;
   absl::flat_hash_map<uint64_t, Live> live;
   int line_no = 0;
+  int step = 0;
   size_t pos = 0;
   while (pos < text.size()) {
     size_t eol = text.find('\n', pos);
@@ -221,6 +240,10 @@ absl::StatusOr<std::vector<TraceEvent>> ParseTrace(std::string_view text,
     pos = eol + 1;
     ++line_no;
     if (size_t hash = line.find('#'); hash != std::string_view::npos) {
+      if (std::optional<int> marked = StepMarker(line.substr(hash + 1));
+          marked.has_value() && IsBlank(line.substr(0, hash))) {
+        step = *marked;
+      }
       line = line.substr(0, hash);
     }
     std::string_view f[4];
@@ -234,6 +257,7 @@ absl::StatusOr<std::vector<TraceEvent>> ParseTrace(std::string_view text,
     }
     TraceEvent e;
     e.line = line_no;
+    e.step = step;
     if (f[0] == "alloc") {
       e.action = TraceAction::kAlloc;
     } else if (f[0] == "free_requested") {
@@ -311,7 +335,12 @@ absl::StatusOr<std::vector<TraceEvent>> ReadTrace(const std::string &path) {
 std::string FormatTrace(const std::vector<TraceEvent> &events) {
   std::string out;
   out.reserve(events.size() * 40);
+  int step = 0;
   for (const TraceEvent &e : events) {
+    if (e.step != step) {
+      absl::StrAppend(&out, "# step ", e.step, "\n");
+      step = e.step;
+    }
     absl::StrAppend(&out, ToAbsl(TraceActionName(e.action)), " 0x", absl::Hex(e.address), " ",
                     e.size, " ", e.stream, "\n");
   }
@@ -348,9 +377,11 @@ TraceSummary SummarizeTrace(const std::vector<TraceEvent> &events) {
   TraceSummary s;
   absl::flat_hash_map<uint64_t, uint64_t> live;
   absl::flat_hash_set<uint64_t> streams;
+  absl::flat_hash_set<int> steps;
   uint64_t live_bytes = 0;
   for (const TraceEvent &e : events) {
     streams.insert(e.stream);
+    steps.insert(e.step);
     switch (e.action) {
       case TraceAction::kAlloc: {
         ++s.num_allocs;
@@ -379,6 +410,7 @@ TraceSummary SummarizeTrace(const std::vector<TraceEvent> &events) {
     }
   }
   s.num_streams = static_cast<int64_t>(streams.size());
+  s.num_steps = std::max<int>(1, static_cast<int>(steps.size()));
   s.live_blocks_at_end = static_cast<int64_t>(live.size());
   s.live_bytes_at_end = live_bytes;
   return s;

@@ -10,12 +10,17 @@
 //   free_requested 0x7f19bc000000 154389504 0
 //   free_completed 0x7f19bc000000 154389504 0
 //
+//   # step 2
+//
 // Fields are separated by spaces or tabs: <action> <address> <size> <stream>.
 // The address is hex ("0x...") or decimal, the size decimal bytes, the stream
 // decimal or hex. A block is live from its `alloc` to its `free_completed`;
 // `free_requested` (the caller's free, before stream work on the block
 // finished) is checked but changes nothing. Files may be gzip-compressed
-// (recognised by their magic bytes, whatever their name).
+// (recognised by their magic bytes, whatever their name). A comment line that is
+// exactly "# step <n>" (n a decimal integer >= 0) marks where step n of the
+// program's work (a training step) begins; events before the first marker belong
+// to step 0 (setup). Markers let a replay report each step on its own.
 #ifndef GENESIS_REPLAY_TRACE_H_
 #define GENESIS_REPLAY_TRACE_H_
 
@@ -43,6 +48,8 @@ struct TraceEvent {
   uint64_t stream = 0;
   // 1-based line in the trace text; 0 for events made in code.
   int line = 0;
+  // The step (from the last "# step <n>" line before it) the event belongs to.
+  int step = 0;
 };
 
 // Sizes above this (1 PiB) are rejected as absurd: no device has that much
@@ -73,7 +80,8 @@ absl::StatusOr<std::vector<TraceEvent>> ReadTrace(const std::string &path);
 
 // The trace as text, one line per event, that ParseTrace reads back to the same
 // actions, addresses, sizes and streams (line numbers become 1, 2, ...).
-// Addresses are written in hex, sizes and streams in decimal. No comment lines.
+// Addresses are written in hex, sizes and streams in decimal. A "# step <n>"
+// line goes before the first event of each step other than step 0.
 std::string FormatTrace(const std::vector<TraceEvent> &events);
 
 // Writes FormatTrace(events) to `path`, gzip-compressed if `gzip`. Replaces the
@@ -95,6 +103,9 @@ struct TraceSummary {
   uint64_t peak_live_bytes = 0;
   // Sum of all alloc sizes.
   uint64_t total_allocated_bytes = 0;
+  // Distinct steps (see TraceEvent::step) that have events; 1 for a trace without
+  // step markers.
+  int num_steps = 0;
   // Blocks (and their bytes) still live after the last event.
   int64_t live_blocks_at_end = 0;
   uint64_t live_bytes_at_end = 0;

@@ -168,6 +168,34 @@ TEST(FormatTraceTest, RoundTripsThroughParseTrace) {
   EXPECT_EQ((*parsed)[4].line, 5);
 }
 
+TEST(ParseTraceTest, StepMarkersNumberTheEventsAfterThem) {
+  const std::string text =
+      "# setup, no marker yet\n"
+      "alloc 0x1000 512 0\n"
+      "# step 1\n"
+      "alloc 0x2000 512 0\n"
+      "  #   step   2  \n"
+      "free_completed 0x2000 512 0\n"
+      "# step two (not a marker)\n"
+      "# step 3 extra (not a marker)\n"
+      "# step -4 (not a marker)\n"
+      "alloc 0x3000 512 0 # step 9: a trailing comment is not a marker\n"
+      "# step 7\n"
+      "free_completed 0x1000 512 0\n";
+  auto parsed = ParseTrace(text, "steps");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 5u);
+  const int steps[] = {0, 1, 2, 2, 7};
+  for (size_t i = 0; i < parsed->size(); ++i) EXPECT_EQ((*parsed)[i].step, steps[i]) << i;
+  EXPECT_EQ(SummarizeTrace(*parsed).num_steps, 4);
+  // FormatTrace writes the markers back, and only where the step changes.
+  auto again = ParseTrace(FormatTrace(*parsed), "formatted");
+  ASSERT_TRUE(again.ok()) << again.status();
+  for (size_t i = 0; i < again->size(); ++i) EXPECT_EQ((*again)[i].step, steps[i]) << i;
+  EXPECT_EQ(FormatTrace(*parsed).find("# step 0"), std::string::npos);
+  EXPECT_NE(FormatTrace(*parsed).find("# step 7\nfree_completed 0x1000"), std::string::npos);
+}
+
 TEST(FormatTraceTest, SyntheticTracesRoundTrip) {
   for (const auto &events : {TransformerTrainingTrace(7, 2), CnnTrainingTrace(7, 2)}) {
     auto parsed = ParseTrace(FormatTrace(events), "synthetic");
@@ -175,7 +203,9 @@ TEST(FormatTraceTest, SyntheticTracesRoundTrip) {
     ExpectSameEvents(*parsed, events);
     for (size_t i = 0; i < parsed->size(); ++i) {
       ASSERT_EQ((*parsed)[i].line, events[i].line);
+      ASSERT_EQ((*parsed)[i].step, events[i].step);
     }
+    EXPECT_EQ(SummarizeTrace(events).num_steps, 3);  // Setup and two steps.
   }
 }
 

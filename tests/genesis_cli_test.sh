@@ -7,6 +7,8 @@ trace=$2
 failures=0
 bad_trace=${TEST_TMPDIR:-/tmp}/bad.trace
 printf 'alloc 0x1000 512 0\nfree_completed 0x2000 512 0\n' >"$bad_trace"
+stepped_trace=${TEST_TMPDIR:-/tmp}/stepped.trace
+printf 'alloc 0x1000 4194304 0\n# step 1\nalloc 0x2000 512 0\nfree_completed 0x2000 512 0\n# step 2\nalloc 0x3000 8388608 0\n' >"$stepped_trace"
 
 check() {  # check DESCRIPTION EXPECTED_EXIT PATTERN -- COMMAND...
   local what=$1 want_rc=$2 pattern=$3 out rc
@@ -35,6 +37,8 @@ check "unexpected argument" 2 "unexpected argument 'extra'" -- "$genesis" info e
 check "replay a real trace" 0 "reserved/allocated" -- "$genesis" replay "$trace"
 check "replay --json" 0 '"reserved_over_allocated"' -- "$genesis" replay "$trace" --json
 check "replay with settings" 0 "max_split_size:256MiB" -- "$genesis" replay "$trace" --alloc_conf=max_split_size:256MiB
+check "replay reports each marked step" 0 "stepped.trace +2 +1 +" -- "$genesis" replay "$stepped_trace"
+check "replay --json has the steps" 0 '"steps": \[' -- "$genesis" replay "$stepped_trace" --json
 check "replay names the bad line" 1 "bad.trace:2:" -- "$genesis" replay "$bad_trace"
 check "replay of a missing file" 1 "no/such.trace" -- "$genesis" replay no/such.trace
 check "replay without traces" 2 "name one or more trace files" -- "$genesis" replay

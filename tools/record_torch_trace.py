@@ -5,15 +5,15 @@ Runs training steps of a model on a GPU with AdamW and bf16 autocast, with a bat
 that varies between steps (as data loaders with variable-length batches make it), under
 torch.cuda.memory._record_memory_history, and writes the allocator's device trace as
 text, one event a line: `<action> <address> <size> <stream>` (alloc, free_requested,
-free_completed), gzip-compressed. Weights are randomly initialised: nothing is
-downloaded. Also prints PyTorch's own peak reserved / peak allocated for the same steps.
+free_completed), gzip-compressed, with a `# step <n>` line where training step n
+(1, 2, ...) begins; events before the first marker are the model's setup. Weights are
+randomly initialised: nothing is downloaded. Also prints PyTorch's own peak reserved / peak allocated for the same steps.
 
   python3 tools/record_torch_trace.py --model gpt2 --steps 8 --out traces/gpt2_small_train.trace.gz
   python3 tools/record_torch_trace.py --model resnet50 --steps 8 --out traces/resnet50_train.trace.gz
 """
 import argparse
 import gzip
-import itertools
 import sys
 
 import torch
@@ -74,7 +74,11 @@ def main():
     model, batch, loss_fn = MODELS[args.model](device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     torch.cuda.reset_peak_memory_stats()
+    # Where each step's events begin in the device trace (device 0's list).
+    step_starts = []
     for step in range(args.steps):
+        torch.cuda.synchronize()
+        step_starts.append(len(torch.cuda.memory._snapshot()["device_traces"][0]))
         inputs, labels = batch(step)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             loss = loss_fn(inputs, labels)
@@ -85,15 +89,27 @@ def main():
     snapshot = torch.cuda.memory._snapshot()
     torch.cuda.memory._record_memory_history(enabled=None)
 
-    events = [e for e in itertools.chain.from_iterable(snapshot["device_traces"])
-              if e["action"] in ACTIONS]
+    if any(snapshot["device_traces"][1:]):
+        sys.exit("record_torch_trace: events on devices other than cuda:0")
+    # (step, event) for the events replay reads; steps are 1-based, 0 is the setup.
+    events = []
+    step = 0
+    for i, e in enumerate(snapshot["device_traces"][0]):
+        while step < len(step_starts) and i >= step_starts[step]:
+            step += 1
+        if e["action"] in ACTIONS:
+            events.append((step, e))
     opener = gzip.open if args.out.endswith(".gz") else open
     with opener(args.out, "wt") as f:
         f.write(f"# {args.model}, {args.steps} training steps, AdamW, bf16 autocast, "
                 f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}\n")
         f.write(f"# torch peak allocated {torch.cuda.max_memory_allocated()} "
                 f"peak reserved {torch.cuda.max_memory_reserved()}\n")
-        for e in events:
+        written_step = 0
+        for step, e in events:
+            if step != written_step:
+                f.write(f"# step {step}\n")
+                written_step = step
             f.write(f"{e['action']} {e['addr']:#x} {e['size']} {e['stream']}\n")
     ratio = torch.cuda.max_memory_reserved() / max(1, torch.cuda.max_memory_allocated())
     print(f"{args.model}: {len(events)} events -> {args.out}; torch peak reserved / "

@@ -42,6 +42,7 @@ struct Op {
   uint32_t slot;
   uint64_t size;
   StreamId stream;
+  int step;
 };
 
 struct Plan {
@@ -76,7 +77,7 @@ absl::StatusOr<Plan> MakePlan(const std::vector<TraceEvent> &events,
         const auto slot = static_cast<uint32_t>(plan.num_slots++);
         live.emplace(e.address, Live{slot, e.line});
         plan.ops.push_back(
-            Op{true, e.line, slot, e.size, static_cast<StreamId>(e.stream)});
+            Op{true, e.line, slot, e.size, static_cast<StreamId>(e.stream), e.step});
         break;
       }
       case TraceAction::kFreeRequested:
@@ -87,7 +88,7 @@ absl::StatusOr<Plan> MakePlan(const std::vector<TraceEvent> &events,
                            Hex(e.address), ", which is not live"));
         }
         if (e.action == TraceAction::kFreeCompleted) {
-          plan.ops.push_back(Op{false, e.line, it->second.slot, 0, 0});
+          plan.ops.push_back(Op{false, e.line, it->second.slot, 0, 0, e.step});
           live.erase(it);
         }
         break;
@@ -196,12 +197,41 @@ absl::StatusOr<ReplayResult> Replay(const std::vector<TraceEvent> &events,
   const MemoryStats before = pool.Stats();
   pool.ResetPeakStats();
 
-  // The timed section: only the pool calls and the pointer array.
+  // The timed section: only the pool calls and the pointer array. Where the step
+  // changes, the clock stops while the pool's counters are read.
+  using Clock = std::chrono::steady_clock;
+  const bool by_step = std::any_of(plan.ops.begin(), plan.ops.end(),
+                                   [&](const Op &op) { return op.step != plan.ops[0].step; });
+  std::vector<StepResult> steps;
+  MemoryStats step_before = before;
+  size_t step_begin = 0;
+  double timed_ns = 0;
+  auto end_step = [&](size_t end, Clock::time_point began) {
+    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - began).count();
+    timed_ns += ns;
+    if (!by_step) return;
+    const MemoryStats now = pool.Stats();
+    StepResult s;
+    s.step = plan.ops[step_begin].step;
+    s.num_ops = end - step_begin;
+    s.segment_allocs = now.num_segment_allocs - step_before.num_segment_allocs;
+    s.segment_frees = now.num_segment_frees - step_before.num_segment_frees;
+    s.maps = now.num_maps - step_before.num_maps;
+    s.unmaps = now.num_unmaps - step_before.num_unmaps;
+    s.ns_per_op = s.num_ops == 0 ? 0.0 : ns / static_cast<double>(s.num_ops);
+    steps.push_back(s);
+    step_before = now;
+    step_begin = end;
+  };
   absl::Status failure;
   size_t failed_at = plan.ops.size();
-  const auto start = std::chrono::steady_clock::now();
+  Clock::time_point began = Clock::now();
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     const Op &op = plan.ops[i];
+    if (op.step != plan.ops[step_begin].step) {
+      end_step(i, began);
+      began = Clock::now();
+    }
     if (op.alloc) {
       absl::StatusOr<void *> p = pool.Allocate(op.size, op.stream);
       if (!p.ok()) {
@@ -221,8 +251,6 @@ absl::StatusOr<ReplayResult> Replay(const std::vector<TraceEvent> &events,
       }
     }
   }
-  const auto stop = std::chrono::steady_clock::now();
-
   if (!failure.ok()) {
     // Leave the pool as we found it: free what the replay still holds. A block
     // whose Free failed is not retried.
@@ -235,8 +263,10 @@ absl::StatusOr<ReplayResult> Replay(const std::vector<TraceEvent> &events,
     return failure;
   }
 
+  end_step(plan.ops.size(), began);
   const MemoryStats after = pool.Stats();
   ReplayResult r;
+  r.steps = std::move(steps);
   r.num_ops = plan.ops.size();
   r.peak_allocated = static_cast<uint64_t>(after.all.allocated_bytes.peak);
   r.peak_reserved = static_cast<uint64_t>(after.all.reserved_bytes.peak);
@@ -249,8 +279,7 @@ absl::StatusOr<ReplayResult> Replay(const std::vector<TraceEvent> &events,
   r.maps = after.num_maps - before.num_maps;
   r.unmaps = after.num_unmaps - before.num_unmaps;
   r.backend_calls = r.segment_allocs + r.segment_frees + r.maps + r.unmaps;
-  const double ns = std::chrono::duration<double, std::nano>(stop - start).count();
-  r.ns_per_op = r.num_ops == 0 ? 0.0 : ns / static_cast<double>(r.num_ops);
+  r.ns_per_op = r.num_ops == 0 ? 0.0 : timed_ns / static_cast<double>(r.num_ops);
   r.trace_peak_live = SummarizeTrace(events).peak_live_bytes;
   r.reserved_over_live = r.trace_peak_live == 0 ? 0.0
                                                 : static_cast<double>(r.peak_reserved) /

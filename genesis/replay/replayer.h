@@ -41,6 +41,17 @@ struct ReplayOptions {
   std::string name = "trace";
 };
 
+// What one step of a trace (see TraceEvent::step) cost.
+struct StepResult {
+  int step = 0;
+  uint64_t num_ops = 0;
+  int64_t segment_allocs = 0;
+  int64_t segment_frees = 0;
+  int64_t maps = 0;
+  int64_t unmaps = 0;
+  double ns_per_op = 0.0;
+};
+
 struct ReplayResult {
   // Pool calls made by the timed replay: allocs plus free_completed events.
   uint64_t num_ops = 0;
@@ -72,6 +83,11 @@ struct ReplayResult {
   int64_t live_at_end = 0;
   // The pool's statistics after the replay and those final frees.
   memory::MemoryStats final_stats;
+  // Per step, in trace order (a step's events need not be contiguous: each run of
+  // events of one step is an entry), when the trace has step markers; else empty.
+  // Their ops add up to num_ops. The pool's counters are read between steps with
+  // the clock stopped.
+  std::vector<StepResult> steps;
 };
 
 // Replays `events` through `pool` on the calling thread: Allocate(size, stream)

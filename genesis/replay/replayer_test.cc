@@ -292,6 +292,40 @@ TEST(ReplayTest, PeakAllocatedIsTheLargestSumOfLiveBlocks) {
   }
 }
 
+TEST(ReplayTest, ReportsEachStep) {
+  const std::vector<TraceEvent> events = TransformerTrainingTrace(2, 3);
+  AllocatorOptions pool_options;
+  pool_options.expandable_segments = kExpandable;
+  auto r = ReplayOnHost(events, pool_options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->steps.size(), 4u);  // Setup (parameters) and three training steps.
+  uint64_t ops = 0;
+  int64_t maps = 0, unmaps = 0, reservations = 0;
+  for (size_t i = 0; i < r->steps.size(); ++i) {
+    const StepResult &s = r->steps[i];
+    EXPECT_EQ(s.step, static_cast<int>(i));
+    EXPECT_GT(s.num_ops, 0u);
+    EXPECT_GT(s.ns_per_op, 0.0);
+    ops += s.num_ops;
+    maps += s.maps;
+    unmaps += s.unmaps;
+    reservations += s.segment_allocs;
+  }
+  EXPECT_EQ(ops, r->num_ops);
+  EXPECT_EQ(maps, r->maps);
+  EXPECT_EQ(unmaps, r->unmaps);
+  EXPECT_EQ(reservations, r->segment_allocs);
+  EXPECT_GT(r->steps[0].maps, 0);  // The parameters need memory.
+
+  // Without markers, one step: no per-step figures.
+  std::vector<TraceEvent> unmarked = events;
+  for (TraceEvent &e : unmarked) e.step = 0;
+  auto plain = ReplayOnHost(unmarked, pool_options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(plain->steps.empty());
+  EXPECT_EQ(plain->maps, r->maps);
+}
+
 TEST(SyntheticTraceTest, DeterministicPerSeed) {
   auto a = TransformerTrainingTrace(5, 3);
   auto b = TransformerTrainingTrace(5, 3);

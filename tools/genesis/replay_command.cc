@@ -68,6 +68,8 @@ int RunReplay(absl::Span<const std::string> args) {
   const bool json = absl::GetFlag(FLAGS_json);
   TextTable table({"trace", "events", "peak allocated", "peak reserved", "reserved/allocated",
                    "reserved/live", "backend calls", "maps/unmaps", "ns/op"});
+  TextTable step_table({"trace", "step", "events", "maps", "unmaps", "segment allocs",
+                        "segment frees", "ns/op"});
   nlohmann::json rows = nlohmann::json::array();
   int exit_code = 0;
   for (const std::string& path : args) {
@@ -97,12 +99,31 @@ int RunReplay(absl::Span<const std::string> args) {
                     {"reserved_over_live", r->reserved_over_live},
                     {"ns_per_op", r->ns_per_op},
                     {"trace_peak_live_bytes", r->trace_peak_live}});
+    nlohmann::json steps = nlohmann::json::array();
+    for (const replay::StepResult& st : r->steps) {
+      step_table.AddRow({path, absl::StrCat(st.step), absl::StrCat(st.num_ops),
+                         absl::StrCat(st.maps), absl::StrCat(st.unmaps),
+                         absl::StrCat(st.segment_allocs), absl::StrCat(st.segment_frees),
+                         absl::StrFormat("%.1f", st.ns_per_op)});
+      steps.push_back({{"step", st.step},
+                       {"events", st.num_ops},
+                       {"maps", st.maps},
+                       {"unmaps", st.unmaps},
+                       {"segment_allocs", st.segment_allocs},
+                       {"segment_frees", st.segment_frees},
+                       {"ns_per_op", st.ns_per_op}});
+    }
+    rows.back()["steps"] = std::move(steps);
   }
   if (json) {
     std::printf("%s\n", rows.dump(2).c_str());
   } else {
     std::printf("replay on %s with %s\n\n%s", device.c_str(),
                 memory::FormatAllocConfig(*config).c_str(), table.Render().c_str());
+    if (step_table.num_rows() > 0) {
+      std::printf("\nper step (traces with '# step <n>' markers; step 0 is setup):\n\n%s",
+                  step_table.Render().c_str());
+    }
   }
   return exit_code;
 }

@@ -24,6 +24,9 @@ class TextTable {
   // ending in a newline; no trailing spaces.
   std::string Render(int indent = 0) const;
 
+  // Rows added so far (the header not counted).
+  size_t num_rows() const { return rows_.size() - 1; }
+
  private:
   std::vector<std::vector<std::string>> rows_;  // rows_[0] is the header.
 };

@@ -7,7 +7,9 @@ namespace {
 
 TEST(TextTableTest, AlignsColumnsToTheWidestCell) {
   TextTable t({"a", "bbb"});
+  EXPECT_EQ(t.num_rows(), 0u);
   t.AddRow({"cccc", "d"});
+  EXPECT_EQ(t.num_rows(), 1u);
   EXPECT_EQ(t.Render(), "a     bbb\n---------\ncccc  d\n");
 }
 

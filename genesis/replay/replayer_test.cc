@@ -372,6 +372,22 @@ TEST(RecordedTraceTest, ReplaysBetterThanPyTorch) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_LE(r->reserved_over_allocated, t.max_ratio) << t.path;
     EXPECT_EQ(r->final_stats.all.allocated_bytes.current, 0);
+    // The recorded traces mark their steps (setup and 8 training steps). Once every
+    // batch shape has been seen (steps 1-3), a step costs few backend calls, and most
+    // cost none: the layout has settled.
+    ASSERT_EQ(r->steps.size(), static_cast<size_t>(t.steps + 1)) << t.path;
+    int quiet_steps = 0;
+    for (const StepResult &s : r->steps) {
+      const int64_t calls = s.maps + s.unmaps + s.segment_allocs + s.segment_frees;
+      if (s.step > 3) {
+        EXPECT_LE(calls, 25) << t.path << " step " << s.step;
+        quiet_steps += calls == 0 ? 1 : 0;
+      }
+      std::cout << "  step " << s.step << ": " << s.num_ops << " ops, " << s.maps
+                << " maps, " << s.unmaps << " unmaps, " << s.segment_allocs << "+"
+                << s.segment_frees << " segment calls\n";
+    }
+    EXPECT_GE(quiet_steps, 3) << t.path;
     std::cout << t.path << (t.segments == kExpandable ? " (expandable)" : " (classic)")
               << ": ratio " << r->reserved_over_allocated << ", reserved/live "
               << r->reserved_over_live << ", backend calls " << r->backend_calls << " ("

@@ -219,7 +219,6 @@ struct ThreadCache {
     uint64_t seq = 0;
   };
   static constexpr int kHandedOutSlots = 256;
-  HandedOut handed_out[kHandedOutSlots];
   static int SlotFor(const void* p) {
     return static_cast<int>(((reinterpret_cast<uintptr_t>(p) >> 9) * 0x9E3779B97F4A7C15ull) >> 56);
   }
@@ -286,6 +285,8 @@ struct ThreadCache {
     }
   };
   Unfolded unfolded[kNumStatPools];
+  // Last, so that the fields every call touches share few cache lines.
+  HandedOut handed_out[kHandedOutSlots];
 
   // Accounts for a block of `size` bytes (`requested` asked for; `split`: it does not
   // span its segment) taken from the cache (`sign` 1) or put into it (-1).

@@ -558,8 +558,10 @@ class CachingAllocator::Impl {
                                         size_t segment_size, int pool, StreamId stream,
                                         bool may_grow, Sink* sink, OomReason* why,
                                         bool* hit);
-  // True if some thread cache holds blocks (read without their locks).
-  bool ThreadCachesHoldBlocks() const;
+  // Returns this thread's cached blocks to the free sets; false if it held none.
+  bool FlushMyCache();
+  // Moves a cache's blocks to `blocks` and folds its figures. The caller holds cache.mu.
+  void TakeCachedBlocks(ThreadCache& cache, std::vector<Block*>* blocks);
   absl::StatusOr<Block*> AllocateAfterOomLocked(size_t size, size_t requested,
                                                 size_t segment_size, int pool,
                                                 StreamId stream, Sink* sink,
@@ -1068,12 +1070,13 @@ inline bool CachingAllocator::Impl::CachePushLocked(ThreadCache& cache, Block* b
   return true;
 }
 
-bool CachingAllocator::Impl::ThreadCachesHoldBlocks() const {
-  std::lock_guard<std::mutex> registry_lock(registry_->mu);
-  for (const auto& cache : registry_->caches) {
-    if (cache->bytes.load(std::memory_order_relaxed) != 0) return true;
+void CachingAllocator::Impl::TakeCachedBlocks(ThreadCache& cache, std::vector<Block*>* blocks) {
+  for (auto& [key, bin] : cache.bins) {
+    blocks->insert(blocks->end(), bin.begin(), bin.end());
+    bin.clear();
   }
-  return false;
+  cache.bytes.store(0, std::memory_order_relaxed);
+  FoldCacheStats(cache);
 }
 
 void CachingAllocator::Impl::FlushThreadCaches() {
@@ -1081,18 +1084,24 @@ void CachingAllocator::Impl::FlushThreadCaches() {
   std::vector<Block*> blocks;
   {
     AllCachesLock caches_lock(registry_->caches);
-    for (const auto& cache : registry_->caches) {
-      for (auto& [key, bin] : cache->bins) {
-        blocks.insert(blocks.end(), bin.begin(), bin.end());
-        bin.clear();
-      }
-      cache->bytes.store(0, std::memory_order_relaxed);
-      FoldCacheStats(*cache);
-    }
+    for (const auto& cache : registry_->caches) TakeCachedBlocks(*cache, &blocks);
   }
   if (blocks.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   ReturnCachedBlocksLocked(blocks);
+}
+
+bool CachingAllocator::Impl::FlushMyCache() {
+  ThreadCache* cache = MyCache();
+  std::vector<Block*> blocks;
+  {
+    OwnerLock::AsOwner lock(cache->mu);
+    if (cache->bytes.load(std::memory_order_relaxed) == 0) return false;
+    TakeCachedBlocks(*cache, &blocks);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ReturnCachedBlocksLocked(blocks);
+  return true;
 }
 
 void CachingAllocator::Impl::AdoptExitingThreadCache(
@@ -1102,11 +1111,9 @@ void CachingAllocator::Impl::AdoptExitingThreadCache(
   {
     // Called on the exiting thread itself, the cache's owner.
     OwnerLock::AsOwner lock(cache->mu);
-    for (auto& [key, bin] : cache->bins) blocks.insert(blocks.end(), bin.begin(), bin.end());
+    TakeCachedBlocks(*cache, &blocks);
     cache->bins.clear();
     for (ThreadCache::RecentBin& r : cache->recent) r = {};
-    cache->bytes.store(0, std::memory_order_relaxed);
-    FoldCacheStats(*cache);
   }
   std::lock_guard<std::mutex> lock(mu_);
   ReturnCachedBlocksLocked(blocks);
@@ -1758,17 +1765,19 @@ absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamI
   absl::StatusOr<Block*> block;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // Memory in thread caches is reserved but serves only its own size: before an
-    // expandable segment maps more, the pool takes that memory back, where it merges
-    // with its neighbours and can be unmapped. (Classic segments do not gain from it:
-    // blocks that thread caches keep for their own size fragment segments less than
-    // the same blocks split for other sizes.)
+    // Memory in a thread cache is reserved but serves only its own size: before an
+    // expandable segment maps more for this thread, the pool takes back what this
+    // thread's cache holds, where it merges with its neighbours and can be unmapped.
+    // (Only this thread's: other threads' cached blocks are in use by them, and
+    // unmapping them would make those threads map again. Classic segments do not gain
+    // from it: blocks that thread caches keep for their own size fragment segments
+    // less than the same blocks split for other sizes.)
     const bool may_grow = !thread_caches_ || pool != kLarge || !expandable();
     block = AllocateLocked(size, bytes, segment_size, pool, stream, may_grow, sink, &why,
                            &hit);
   }
   if (block.ok() && *block == nullptr) {
-    if (ThreadCachesHoldBlocks()) FlushThreadCaches();
+    FlushMyCache();
     std::lock_guard<std::mutex> lock(mu_);
     block = AllocateLocked(size, bytes, segment_size, pool, stream, /*may_grow=*/true, sink,
                            &why, &hit);

@@ -1,7 +1,9 @@
 // Expandable segments over the host emulation of virtual memory: growth in place, memory
 // moved from idle chunks instead of new memory, hysteresis, limits, failures, streams.
 #include <cstdint>
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -132,6 +134,40 @@ TEST(ExpandableSegmentsTest, ThreadCachedMemoryMovesWhereItIsNeeded) {
   EXPECT_EQ(p.state->mapped_bytes(), 28 * kMiB);
   for (void* x : {a, c, d}) p.Free(x);
   EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
+// Threads on their own streams, each reusing one cached block: once each has mapped its
+// block, nobody's growth takes another thread's cached block away, so the loop maps
+// nothing more (no thread keeps unmapping what the next one maps again).
+TEST(ExpandableSegmentsTest, ThreadsWithCachedBlocksDoNotTakeEachOthersMemory) {
+  AllocatorOptions options;  // Thread caches on.
+  auto backend = TestBackend::FakeCuda(kNoLimit, /*virtual_memory=*/true);
+  auto pool = *CachingAllocator::Create(std::move(backend), options);
+  constexpr int kThreads = 4;
+  std::atomic<int> warm{0};
+  std::atomic<int64_t> maps_when_warm{-1};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const auto stream = static_cast<StreamId>(t + 1);
+      auto pair = [&] {
+        absl::StatusOr<void*> p = pool->Allocate(8 * kMiB, stream);
+        ASSERT_TRUE(p.ok()) << p.status();
+        ASSERT_TRUE(pool->Free(*p).ok());
+      };
+      pair();
+      if (warm.fetch_add(1) + 1 == kThreads) maps_when_warm = pool->Stats().num_maps;
+      while (warm.load() < kThreads) std::this_thread::yield();
+      for (int i = 0; i < 2000; ++i) pair();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const MemoryStats st = pool->Stats();
+  EXPECT_EQ(st.num_maps, maps_when_warm.load());
+  EXPECT_EQ(st.num_unmaps, 0);
+  EXPECT_EQ(st.all.reserved_bytes.current, static_cast<int64_t>(kThreads * 8 * kMiB));
+  ASSERT_TRUE(pool->EmptyCache().ok());
+  EXPECT_EQ(CheckPoolInvariants(*pool), "");
 }
 
 TEST(ExpandableSegmentsTest, SteadyLoopMapsNothingOnceWarm) {

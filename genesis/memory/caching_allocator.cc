@@ -98,6 +98,10 @@ struct Block {
   std::vector<StreamId> recorded_streams;
   // Events recorded at free time that have not completed (state kPending). Pool lock.
   int pending_events = 0;
+  // IsSplit(this) when the pool last handed the block out (set under the pool lock). A
+  // block's size and segment do not change while it is allocated or thread-cached, so
+  // the fast path reads this instead of the segment.
+  bool split = false;
 };
 
 struct Segment {
@@ -172,27 +176,37 @@ struct ThreadCache {
   // Taken as owner by the thread the cache belongs to (every cached allocate and free),
   // as another thread by flushes and statistics.
   mutable OwnerLock mu;
+  // A cached block with what handing it out again needs, so that a hit reads nothing
+  // from the block itself (its fields are written, never waited for).
+  struct Cached {
+    Block* block;
+    char* ptr;
+    uint64_t seq;  // The block's alloc_seq.
+    int pool;
+    bool split;
+  };
+  using BinVector = std::vector<Cached>;
   // Node-based, so a bin's address is stable and can be remembered in `recent`.
-  absl::node_hash_map<BinKey, std::vector<Block*>> bins;
+  absl::node_hash_map<BinKey, BinVector> bins;
   // The bins used last, direct-mapped by size: most calls skip the hash lookup.
   struct RecentBin {
     BinKey key{0, kNoStream};
-    std::vector<Block*>* bin = nullptr;
+    BinVector* bin = nullptr;
   };
   RecentBin recent[8];
 
   // The bin of (size, stream); with `create`, made on first use, else nullptr if none.
-  std::vector<Block*>* Bin(size_t size, StreamId stream, bool create) {
+  BinVector* Bin(size_t size, StreamId stream, bool create) {
     const RecentBin& r = recent[(size >> 9) & 7];
     if (r.bin != nullptr && r.key.size == size && r.key.stream == stream) [[likely]] {
       return r.bin;
     }
     return FindBin(size, stream, create);
   }
-  [[gnu::noinline]] std::vector<Block*>* FindBin(size_t size, StreamId stream, bool create) {
+  [[gnu::noinline]] BinVector* FindBin(size_t size, StreamId stream, bool create) {
     RecentBin& r = recent[(size >> 9) & 7];
     const BinKey key{size, stream};
-    std::vector<Block*>* bin = nullptr;
+    BinVector* bin = nullptr;
     if (create) {
       bin = &bins[key];
     } else if (auto it = bins.find(key); it != bins.end()) {
@@ -289,31 +303,40 @@ struct ThreadCache {
   HandedOut handed_out[kHandedOutSlots];
 
   // Accounts for a block of `size` bytes (`requested` asked for; `split`: it does not
-  // span its segment) taken from the cache (`sign` 1) or put into it (-1).
-  void Account(int pool, int64_t size, int64_t requested, bool split, int sign) {
+  // span its segment) taken from the cache (kTaken) or put into it (!kTaken).
+  template <bool kTaken>
+  void Account(int pool, int64_t size, int64_t requested, bool split) {
+    const int64_t split_size = split ? size : 0;
     Totals& t = totals[pool];
-    if (sign > 0) {
+    if constexpr (kTaken) {
       t.popped += size;
       t.requested_popped += requested;
-      if (split) t.split_popped += size;
+      t.split_popped += split_size;
       ++t.num_popped;
     } else {
       t.pushed += size;
       t.requested_pushed += requested;
-      if (split) t.split_pushed += size;
+      t.split_pushed += split_size;
       ++t.num_pushed;
     }
-    for (Unfolded* u : {&unfolded[pool], &unfolded[kAllPools]}) {
-      u->allocated += sign * size;
-      u->requested += sign * requested;
-      if (split) u->split -= sign * size;
-      if (sign > 0) {
-        u->allocated_high = std::max(u->allocated_high, u->allocated);
-        u->requested_high = std::max(u->requested_high, u->requested);
-      } else {
-        u->cached_high = std::max(u->cached_high, -u->allocated);
-        u->split_high = std::max(u->split_high, u->split);
-      }
+    AccountUnfolded<kTaken>(unfolded[pool], size, requested, split_size);
+    AccountUnfolded<kTaken>(unfolded[kAllPools], size, requested, split_size);
+  }
+  template <bool kTaken>
+  static void AccountUnfolded(Unfolded& u, int64_t size, int64_t requested,
+                              int64_t split_size) {
+    if constexpr (kTaken) {
+      u.allocated += size;
+      u.requested += requested;
+      u.split -= split_size;
+      u.allocated_high = std::max(u.allocated_high, u.allocated);
+      u.requested_high = std::max(u.requested_high, u.requested);
+    } else {
+      u.allocated -= size;
+      u.requested -= requested;
+      u.split += split_size;
+      u.cached_high = std::max(u.cached_high, -u.allocated);
+      u.split_high = std::max(u.split_high, u.split);
     }
   }
 
@@ -452,7 +475,7 @@ class CachingAllocator::Impl {
   absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream) {
     if (fast_path_ && !observed() && bytes <= fast_max_bytes_) {
       const size_t size = (std::max<size_t>(bytes, 1) + rounding_mask_) & ~rounding_mask_;
-      if (Block* b = CachePop(size, stream, bytes)) return static_cast<void*>(b->ptr);
+      if (char* p = CachePop(size, stream, bytes)) return static_cast<void*>(p);
       return AllocateSlow(bytes, stream, /*cache_tried=*/true);
     }
     return AllocateSlow(bytes, stream, /*cache_tried=*/false);
@@ -522,9 +545,10 @@ class CachingAllocator::Impl {
   ThreadCache* MyCacheSlow();
   // Takes a cached block of `size` for `stream` and accounts for the allocation in the
   // thread's own figures; nullptr if the thread has none.
-  Block* CachePop(size_t size, StreamId stream, size_t requested);
+  char* CachePop(size_t size, StreamId stream, size_t requested);
   bool CachePush(Block* b, size_t requested);
-  bool CachePushLocked(ThreadCache& cache, Block* b, size_t requested);
+  // `seq`: the block's alloc_seq.
+  bool CachePushLocked(ThreadCache& cache, Block* b, size_t requested, uint64_t seq);
   // Frees `ptr` into this thread's cache if this thread took it from there and it is
   // still allocated: no address-map lookup. False sends the free down the usual path.
   bool FreeToOwnCache(const void* ptr);
@@ -967,24 +991,26 @@ ThreadCache* CachingAllocator::Impl::MyCacheSlow() {
   return tls_pool_cache;
 }
 
-inline Block* CachingAllocator::Impl::CachePop(size_t size, StreamId stream,
-                                              size_t requested) {
+inline char* CachingAllocator::Impl::CachePop(size_t size, StreamId stream,
+                                             size_t requested) {
   ThreadCache* cache = MyCache();
   OwnerLock::AsOwner lock(cache->mu);
-  std::vector<Block*>* bin = cache->Bin(size, stream, /*create=*/false);
+  ThreadCache::BinVector* bin = cache->Bin(size, stream, /*create=*/false);
   if (bin == nullptr || bin->empty()) return nullptr;
-  Block* b = bin->back();
+  const ThreadCache::Cached c = bin->back();
   bin->pop_back();
-  cache->AddBytes(-static_cast<int64_t>(b->size));
+  // The bin's key is the block's size.
+  cache->AddBytes(-static_cast<int64_t>(size));
+  Block* b = c.block;
   b->requested.store(requested, std::memory_order_relaxed);
   // Only the thread that holds a block's bin hands it out, so a plain increment will do.
-  const uint64_t seq = b->alloc_seq.load(std::memory_order_relaxed) + 1;
+  const uint64_t seq = c.seq + 1;
   b->alloc_seq.store(seq, std::memory_order_relaxed);
   b->state.store(State::kAllocated, std::memory_order_relaxed);
-  cache->handed_out[ThreadCache::SlotFor(b->ptr)] = {b->ptr, b, seq};
-  cache->Account(b->pool, static_cast<int64_t>(b->size), static_cast<int64_t>(requested),
-                 IsSplit(b), 1);
-  return b;
+  cache->handed_out[ThreadCache::SlotFor(c.ptr)] = {c.ptr, b, seq};
+  cache->Account</*kTaken=*/true>(c.pool, static_cast<int64_t>(size),
+                                  static_cast<int64_t>(requested), c.split);
+  return c.ptr;
 }
 
 void CachingAllocator::Impl::FoldCurrent(ThreadCache& cache) {
@@ -1031,7 +1057,7 @@ void CachingAllocator::Impl::FoldMyCurrent() {
 bool CachingAllocator::Impl::CachePush(Block* b, size_t requested) {
   ThreadCache* cache = MyCache();
   OwnerLock::AsOwner lock(cache->mu);
-  return CachePushLocked(*cache, b, requested);
+  return CachePushLocked(*cache, b, requested, b->alloc_seq.load(std::memory_order_relaxed));
 }
 
 inline bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr) {
@@ -1049,30 +1075,32 @@ inline bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr) {
       b->has_recorded_streams.load(std::memory_order_relaxed)) {
     return false;
   }
-  return CachePushLocked(*cache, b, b->requested.load(std::memory_order_relaxed));
+  return CachePushLocked(*cache, b, b->requested.load(std::memory_order_relaxed), seq);
 }
 
 inline bool CachingAllocator::Impl::CachePushLocked(ThreadCache& cache, Block* b,
-                                             size_t requested) {
-  if (b->pool != kSmall && !large_blocks_in_thread_caches_) return false;
-  if (cache.bytes.load(std::memory_order_relaxed) + b->size > opt_.thread_cache_bytes) {
+                                                    size_t requested, uint64_t seq) {
+  const int pool = b->pool;
+  const size_t size = b->size;
+  if (pool != kSmall && !large_blocks_in_thread_caches_) return false;
+  if (cache.bytes.load(std::memory_order_relaxed) + size > opt_.thread_cache_bytes) {
     return false;
   }
-  std::vector<Block*>& bin = *cache.Bin(b->size, b->stream, /*create=*/true);
+  ThreadCache::BinVector& bin = *cache.Bin(size, b->stream, /*create=*/true);
   if (bin.size() >= static_cast<size_t>(opt_.thread_cache_blocks)) return false;
-  bin.push_back(b);
-  cache.AddBytes(static_cast<int64_t>(b->size));
+  bin.push_back({b, b->ptr, seq, pool, b->split});
+  cache.AddBytes(static_cast<int64_t>(size));
   b->state.store(State::kThreadCached, std::memory_order_relaxed);
   b->requested.store(0, std::memory_order_relaxed);
   // A cached block that does not span its segment keeps the segment split.
-  cache.Account(b->pool, static_cast<int64_t>(b->size), static_cast<int64_t>(requested),
-                IsSplit(b), -1);
+  cache.Account</*kTaken=*/false>(pool, static_cast<int64_t>(size),
+                                  static_cast<int64_t>(requested), b->split);
   return true;
 }
 
 void CachingAllocator::Impl::TakeCachedBlocks(ThreadCache& cache, std::vector<Block*>* blocks) {
   for (auto& [key, bin] : cache.bins) {
-    blocks->insert(blocks->end(), bin.begin(), bin.end());
+    for (const ThreadCache::Cached& c : bin) blocks->push_back(c.block);
     bin.clear();
   }
   cache.bytes.store(0, std::memory_order_relaxed);
@@ -1225,6 +1253,7 @@ void CachingAllocator::Impl::TakeBlockLocked(Block* b, size_t size, size_t reque
                      std::memory_order_relaxed);
   b->state.store(State::kAllocated, std::memory_order_relaxed);
   b->requested.store(requested, std::memory_order_relaxed);
+  b->split = IsSplit(b);
   b->segment->last_used = ++tick_;
   const int64_t s = static_cast<int64_t>(b->size);
   AddGauge(kAllocatedBytes, b->pool, s);
@@ -1747,12 +1776,12 @@ absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamI
   const bool watch = observed();
 
   if (thread_caches_ && !cache_tried) {
-    if (Block* b = CachePop(size, stream, bytes)) {
+    if (char* p = CachePop(size, stream, bytes)) {
       if (watch) {
-        Dispatch({MakeEvent(AllocatorEventType::kAllocate, b->size, bytes, b->ptr,
-                            stream, /*cache_hit=*/true)});
+        Dispatch({MakeEvent(AllocatorEventType::kAllocate, size, bytes, p, stream,
+                            /*cache_hit=*/true)});
       }
-      return b->ptr;
+      return static_cast<void*>(p);
     }
   }
 

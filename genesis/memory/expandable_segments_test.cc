@@ -36,9 +36,10 @@ struct Pool {
   int64_t reserved() const { return pool->Stats().all.reserved_bytes.current; }
 };
 
-// Without thread caches, so that every free reaches the pool at once.
-Pool MakePool(size_t capacity = kNoLimit, AllocatorOptions options = {}) {
-  options.thread_cache_blocks = 0;
+// Without thread caches (unless asked for), so that every free reaches the pool at once.
+Pool MakePool(size_t capacity = kNoLimit, AllocatorOptions options = {},
+              bool thread_caches = false) {
+  if (!thread_caches) options.thread_cache_blocks = 0;
   auto backend = TestBackend::FakeCuda(capacity, /*virtual_memory=*/true);
   Pool p;
   p.backend = backend.get();
@@ -83,66 +84,48 @@ TEST(ExpandableSegmentsTest, LargeBlocksGrowOneRangeInPlace) {
   EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
 }
 
-TEST(ExpandableSegmentsTest, IdleMemoryMovesWhereItIsNeeded) {
-  Pool p = MakePool();
-  void* a = p.Alloc(8 * kMiB);
-  void* b = p.Alloc(8 * kMiB);
-  void* c = p.Alloc(8 * kMiB);
-  p.Free(b);
-  // 12 MiB fits no free block. Classic segments would add 12 MiB (36 MiB reserved);
-  // here b's 8 MiB is unmapped and 12 MiB mapped at the end: 28 MiB.
-  void* d = p.Alloc(12 * kMiB);
-  EXPECT_EQ(d, At(a, 24 * kMiB));
-  MemoryStats st = p.pool->Stats();
-  EXPECT_EQ(st.all.reserved_bytes.current, static_cast<int64_t>(28 * kMiB));
-  EXPECT_EQ(st.all.reserved_bytes.peak, static_cast<int64_t>(28 * kMiB));
-  EXPECT_EQ(st.num_unmaps, 1);
-  EXPECT_EQ(st.num_maps, 4);
-  EXPECT_EQ(p.state->mapped_bytes(), 28 * kMiB);
-  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
-  // The hole maps again when a block needs it.
-  void* e = p.Alloc(8 * kMiB);
-  EXPECT_EQ(e, b);
-  EXPECT_EQ(p.reserved(), static_cast<int64_t>(36 * kMiB));
-  for (void* x : {a, c, d, e}) p.Free(x);
-  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
-}
-
-// Same as above, but b sits in the freeing thread's cache: the pool takes it back
+// With thread caches, b sits in the freeing thread's cache: the pool takes it back
 // before mapping more, instead of keeping its memory mapped for b's size alone.
-TEST(ExpandableSegmentsTest, ThreadCachedMemoryMovesWhereItIsNeeded) {
-  AllocatorOptions options;
-  Pool p = MakePool(kNoLimit, options);
-  // MakePool turns thread caches off; this test wants them on.
-  options.thread_cache_blocks = 8;
-  auto backend = TestBackend::FakeCuda(kNoLimit, /*virtual_memory=*/true);
-  p.state = backend->state();
-  p.pool = *CachingAllocator::Create(std::move(backend), options);
-  void* a = p.Alloc(8 * kMiB);
-  void* b = p.Alloc(8 * kMiB);
-  void* c = p.Alloc(8 * kMiB);
-  p.Free(b);
-  // b is in the thread cache: an 8 MiB request takes it back without the pool.
-  EXPECT_EQ(p.Alloc(8 * kMiB), b);
-  p.Free(b);
-  void* d = p.Alloc(12 * kMiB);
-  EXPECT_EQ(d, At(a, 24 * kMiB));
-  MemoryStats st = p.pool->Stats();
-  EXPECT_EQ(st.all.reserved_bytes.current, static_cast<int64_t>(28 * kMiB));
-  EXPECT_EQ(st.all.reserved_bytes.peak, static_cast<int64_t>(28 * kMiB));
-  EXPECT_EQ(st.num_unmaps, 1);
-  EXPECT_EQ(p.state->mapped_bytes(), 28 * kMiB);
-  for (void* x : {a, c, d}) p.Free(x);
-  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+TEST(ExpandableSegmentsTest, IdleMemoryMovesWhereItIsNeeded) {
+  for (bool thread_caches : {false, true}) {
+    SCOPED_TRACE(thread_caches ? "thread caches" : "no thread caches");
+    Pool p = MakePool(kNoLimit, {}, thread_caches);
+    void* a = p.Alloc(8 * kMiB);
+    void* b = p.Alloc(8 * kMiB);
+    void* c = p.Alloc(8 * kMiB);
+    p.Free(b);
+    if (thread_caches) {
+      // An 8 MiB request takes b back from the thread cache, without the pool.
+      EXPECT_EQ(p.Alloc(8 * kMiB), b);
+      p.Free(b);
+    }
+    // 12 MiB fits no free block. Classic segments would add 12 MiB (36 MiB reserved);
+    // here b's 8 MiB is unmapped and 12 MiB mapped at the end: 28 MiB.
+    void* d = p.Alloc(12 * kMiB);
+    EXPECT_EQ(d, At(a, 24 * kMiB));
+    MemoryStats st = p.pool->Stats();
+    EXPECT_EQ(st.all.reserved_bytes.current, static_cast<int64_t>(28 * kMiB));
+    EXPECT_EQ(st.all.reserved_bytes.peak, static_cast<int64_t>(28 * kMiB));
+    EXPECT_EQ(st.num_unmaps, 1);
+    EXPECT_EQ(st.num_maps, 4);
+    EXPECT_EQ(p.state->mapped_bytes(), 28 * kMiB);
+    EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+    // The hole maps again when a block needs it.
+    void* e = p.Alloc(8 * kMiB);
+    EXPECT_EQ(e, b);
+    EXPECT_EQ(p.reserved(), static_cast<int64_t>(36 * kMiB));
+    for (void* x : {a, c, d, e}) p.Free(x);
+    ASSERT_TRUE(p.pool->EmptyCache().ok());
+    EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  }
 }
 
 // Threads on their own streams, each reusing one cached block: once each has mapped its
 // block, nobody's growth takes another thread's cached block away, so the loop maps
 // nothing more (no thread keeps unmapping what the next one maps again).
 TEST(ExpandableSegmentsTest, ThreadsWithCachedBlocksDoNotTakeEachOthersMemory) {
-  AllocatorOptions options;  // Thread caches on.
-  auto backend = TestBackend::FakeCuda(kNoLimit, /*virtual_memory=*/true);
-  auto pool = *CachingAllocator::Create(std::move(backend), options);
+  Pool p = MakePool(kNoLimit, {}, /*thread_caches=*/true);
+  CachingAllocator* pool = p.pool.get();
   constexpr int kThreads = 4;
   std::atomic<int> warm{0};
   std::atomic<int64_t> maps_when_warm{-1};

@@ -456,12 +456,12 @@ size_t ReservationSize(size_t total_bytes, size_t chunk) {
   return RoundUp(want, chunk, &rounded) ? rounded : want / chunk * chunk;
 }
 
-}  // namespace
-
 // The cache of the pool this thread used last (found in TlsCaches without the
 // initialisation check that a thread_local with a destructor costs on every access).
 thread_local uint64_t tls_pool_id = 0;
 thread_local ThreadCache* tls_pool_cache = nullptr;
+
+}  // namespace
 
 // The pool. CachingAllocator forwards to it so the header stays free of internals.
 class CachingAllocator::Impl {
@@ -715,6 +715,8 @@ struct TlsCaches {
   std::vector<TlsEntry> entries;
 
   ~TlsCaches() {
+    tls_pool_id = 0;  // The caches below go back to their pools.
+    tls_pool_cache = nullptr;
     for (TlsEntry& e : entries) {
       std::lock_guard<std::mutex> lock(e.registry->mu);
       if (e.registry->owner != nullptr) e.registry->owner->AdoptExitingThreadCache(e.cache);

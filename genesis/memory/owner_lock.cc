@@ -61,7 +61,7 @@ void OwnerLock::WaitForOthers() {
     owner_.store(false, std::memory_order_release);
     WaitWhile([this] { return others_.load(std::memory_order_acquire); });
     Announce();
-    if (!others_.load(std::memory_order_acquire)) return;
+    if (!others_.load(std::memory_order_seq_cst)) return;
   }
 }
 

@@ -39,7 +39,8 @@ class OwnerLock {
   // Owner thread only; returns holding the lock.
   void LockAsOwner() {
     Announce();
-    if (others_.load(std::memory_order_acquire)) [[unlikely]] {
+    // Sequentially consistent, for the fenced handshake; a plain load on x86 and ARM.
+    if (others_.load(std::memory_order_seq_cst)) [[unlikely]] {
       WaitForOthers();
     }
   }

@@ -305,9 +305,9 @@ TEST(PlanBatchTest, PeerWithAccess) {
   EXPECT_THAT(plan.groups[0].reason, HasSubstr("peer access; each > fused_max_bytes"));
   EXPECT_EQ(plan.groups[1].mechanism, Mechanism::kPeerFusedKernel);
   EXPECT_EQ(plan.groups[1].requests.size(), 100u);
-  // Both on the destination's peer stream for this pair.
-  EXPECT_EQ(plan.groups[0].stream, plan.groups[1].stream);
-  EXPECT_EQ(plan.streams[plan.groups[0].stream].ToString(), "cuda:1/peer:cuda:0");
+  // Copy engines push from the source; the fused kernel pulls on the destination.
+  EXPECT_EQ(plan.streams[plan.groups[0].stream].ToString(), "cuda:0/peer:cuda:1");
+  EXPECT_EQ(plan.streams[plan.groups[1].stream].ToString(), "cuda:1/peer:cuda:0");
 
   Batch few;
   few.Add(kGpu0, kGpu1, 4 * KiB, 3);
@@ -387,8 +387,8 @@ TEST(PlanBatchTest, StreamsPerDeviceAndLaneSoTrafficOverlaps) {
     stream_of[i] = g.stream < 0 ? "-" : plan.streams[g.stream].ToString();
   }
   EXPECT_THAT(stream_of,
-              ElementsAre("cuda:0/h2d", "cuda:0/d2h", "cuda:0/d2d", "cuda:1/peer:cuda:0",
-                          "cuda:0/peer:cuda:1", "cuda:1/h2d", "-"));
+              ElementsAre("cuda:0/h2d", "cuda:0/d2h", "cuda:0/d2d", "cuda:0/peer:cuda:1",
+                          "cuda:1/peer:cuda:0", "cuda:1/h2d", "-"));
   EXPECT_EQ(plan.streams.size(), 6u);  // All distinct.
   // Groups come in direction order: h2h, h2d (cuda:0, cuda:1), d2h, d2d, peer.
   std::vector<std::string> order;

@@ -62,7 +62,6 @@ absl::Status BatchCopier::Execute(const BatchPlan& plan,
         absl::StrCat("batch copy: the plan is for ", plan.group_of_request.size(),
                      " requests, the batch has ", requests.size()));
   }
-  GENESIS_RETURN_IF_ERROR(executor_->CheckStream(stream_device, stream));
   GENESIS_RETURN_IF_ERROR(
       executor_->Run(plan, requests, stream_device, stream, synchronize));
   for (const CopyGroup& group : plan.groups) {

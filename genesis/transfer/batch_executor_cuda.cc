@@ -71,7 +71,9 @@ class CudaExecutor : public BatchExecutor {
   ~CudaExecutor() override;
 
   const Topology& topology() const override { return topology_; }
-  absl::Status CheckStream(Device stream_device, CUstream_st* stream) override;
+  // OK (and whether `stream` is capturing a graph) if `stream` may order a batch for
+  // `stream_device`.
+  absl::StatusOr<bool> CheckStream(Device stream_device, CUstream_st* stream);
   absl::Status Run(const BatchPlan& plan, absl::Span<const CopyRequest> requests,
                    Device stream_device, CUstream_st* stream, bool synchronize) override;
   absl::Status EnablePeerAccess(int from, int to) override;
@@ -123,21 +125,24 @@ CudaExecutor::~CudaExecutor() {
   }
 }
 
-absl::Status CudaExecutor::CheckStream(Device stream_device, CUstream_st* stream) {
+absl::StatusOr<bool> CudaExecutor::CheckStream(Device stream_device, CUstream_st* stream) {
   if (stream_device.is_cpu()) {
     if (stream != nullptr) {
       return absl::InvalidArgumentError(
           "batch copy: a stream was given with the CPU as its device");
     }
-    return absl::OkStatus();
+    return false;
   }
   GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceIndex(stream_device.index()));
-  if (stream == nullptr) return absl::OkStatus();  // The device's legacy default stream.
-  // cudaStreamGetDevice is refused (and breaks the capture) while a stream captures:
-  // a capturing stream is taken to be of `stream_device`.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
-  if (capture != cudaStreamCaptureStatusNone) return absl::OkStatus();
+  GENESIS_CUDA_RETURN_IF_ERROR_ON(stream_device.index(),
+                                  cudaStreamIsCapturing(stream, &capture));
+  // nullptr is the device's legacy default stream. cudaStreamGetDevice is refused (and
+  // breaks the capture) while a stream captures: a capturing stream is taken to be of
+  // `stream_device`.
+  if (stream == nullptr || capture != cudaStreamCaptureStatusNone) {
+    return capture != cudaStreamCaptureStatusNone;
+  }
   int device = -1;
   GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamGetDevice(stream, &device));
   if (device != stream_device.index()) {
@@ -250,27 +255,20 @@ bool NeedsHost(Mechanism mechanism) {
 absl::Status CudaExecutor::Run(const BatchPlan& plan, absl::Span<const CopyRequest> requests,
                                Device stream_device, CUstream_st* stream,
                                bool synchronize) {
+  GENESIS_ASSIGN_OR_RETURN(const bool capturing, CheckStream(stream_device, stream));
   if (plan.streams.empty()) return absl::OkStatus();  // Host to host only.
-  bool capturing = false;
-  if (stream_device.is_cuda()) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    GENESIS_CUDA_RETURN_IF_ERROR_ON(stream_device.index(),
-                                    cudaStreamIsCapturing(stream, &capture));
-    capturing = capture != cudaStreamCaptureStatusNone;
-    if (capturing) {
-      if (synchronize) {
-        return absl::FailedPreconditionError(
-            "batch copy: Copy waits for its copies, which a capturing stream does not run; "
-            "use CopyAsync");
-      }
-      for (const CopyGroup& group : plan.groups) {
-        if (NeedsHost(group.mechanism)) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "batch copy: the stream is capturing a CUDA graph, and a group (",
-              ToAbsl(DirectionName(group.direction)), ", ",
-              ToAbsl(MechanismName(group.mechanism)),
-              ") needs the host"));
-        }
+  if (capturing) {
+    if (synchronize) {
+      return absl::FailedPreconditionError(
+          "batch copy: Copy waits for its copies, which a capturing stream does not run; "
+          "use CopyAsync");
+    }
+    for (const CopyGroup& group : plan.groups) {
+      if (NeedsHost(group.mechanism)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "batch copy: the stream is capturing a CUDA graph, and a group (",
+            ToAbsl(DirectionName(group.direction)), ", ",
+            ToAbsl(MechanismName(group.mechanism)), ") needs the host"));
       }
     }
   }

@@ -15,17 +15,13 @@ class HostOnlyExecutor : public BatchExecutor {
  public:
   const Topology& topology() const override { return topology_; }
 
-  absl::Status CheckStream(Device stream_device, CUstream_st* stream) override {
+  absl::Status Run(const BatchPlan& plan, absl::Span<const CopyRequest> requests,
+                   Device stream_device, CUstream_st* stream, bool synchronize) override {
     if (stream_device.is_cuda()) return NoCuda(stream_device);
     if (stream != nullptr) {
       return absl::InvalidArgumentError(
           "batch copy: a stream was given with the CPU as its device");
     }
-    return absl::OkStatus();
-  }
-
-  absl::Status Run(const BatchPlan& plan, absl::Span<const CopyRequest> requests,
-                   Device stream_device, CUstream_st* stream, bool synchronize) override {
     for (const CopyGroup& group : plan.groups) {
       if (group.mechanism != Mechanism::kHostMemcpy) {
         return NoCuda(group.src_device.is_cuda() ? group.src_device : group.dst_device);

@@ -23,12 +23,11 @@ class BatchExecutor {
 
   virtual const Topology& topology() const = 0;
 
-  // OK if `stream` may order a batch for `stream_device` (BatchCopier::Copy's rules).
-  virtual absl::Status CheckStream(Device stream_device, CUstream_st* stream) = 0;
-
-  // Queues (and with `synchronize`, waits for) every group of `plan` except the
-  // kHostMemcpy ones, which the caller runs after this returns OK. Fails before
-  // queueing anything when `stream` is capturing and the plan needs the host.
+  // Checks that `stream` may order a batch for `stream_device` (BatchCopier::Copy's
+  // rules), then queues (and with `synchronize`, waits for) every group of `plan`
+  // except the kHostMemcpy ones, which the caller runs after this returns OK. Fails
+  // before queueing anything for a bad stream, or when `stream` is capturing and the
+  // plan needs the host.
   virtual absl::Status Run(const BatchPlan& plan, absl::Span<const CopyRequest> requests,
                            Device stream_device, CUstream_st* stream,
                            bool synchronize) = 0;

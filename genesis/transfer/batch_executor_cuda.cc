@@ -150,7 +150,7 @@ absl::StatusOr<bool> CudaExecutor::CheckStream(Device stream_device, CUstream_st
         absl::StrCat("batch copy: the stream belongs to cuda:", device, ", not to ",
                      stream_device.ToString()));
   }
-  return absl::OkStatus();
+  return false;
 }
 
 absl::StatusOr<cudaStream_t> CudaExecutor::LaneStream(const StreamAssignment& lane) {

@@ -537,6 +537,9 @@ TEST_P(AllocatorSuite, ObserversSeeEvents) {
   EXPECT_GT(observer->events[1].timestamp_ns, 0);
   EXPECT_LE(observer->events[1].timestamp_ns, observer->events[2].timestamp_ns);
   EXPECT_EQ(AllocatorEventTypeName(T::kSegmentFree), "segment_free");
+  // Fast-path events (when the pool has thread caches) reach OnEvent stamped too.
+  for (const auto& e : observer->events) EXPECT_GT(e.timestamp_ns, 0);
+  EXPECT_EQ(AllocatorEventTypeName(T::kSegmentMap), "segment_map");
 }
 
 TEST_P(AllocatorSuite, SummaryIsReadable) {

@@ -176,6 +176,9 @@ struct ThreadCache {
   // Taken as owner by the thread the cache belongs to (every cached allocate and free),
   // as another thread by flushes and statistics.
   mutable OwnerLock mu;
+  // Held as owner while fast-path events go to observers; RemoveObserver takes every
+  // thread's, as another thread, to know that no call into a removed observer is left.
+  mutable OwnerLock report_mu;
   // A cached block with what handing it out again needs, so that a hit reads nothing
   // from the block itself (its fields are written, never waited for).
   struct Cached {
@@ -407,7 +410,8 @@ int64_t NowNs() {
 }
 
 AllocatorEvent MakeEvent(AllocatorEventType type, size_t size, size_t requested,
-                         const void* address, StreamId stream, bool cache_hit = false) {
+                         const void* address, StreamId stream, bool cache_hit = false,
+                         int64_t start_ns = 0) {
   AllocatorEvent e;
   e.type = type;
   e.size = size;
@@ -417,8 +421,22 @@ AllocatorEvent MakeEvent(AllocatorEventType type, size_t size, size_t requested,
   e.cache_hit = cache_hit;
   e.thread_id = ThisThreadId();
   e.timestamp_ns = NowNs();
+  if (start_ns != 0) e.duration_ns = e.timestamp_ns - start_ns;
   return e;
 }
+
+// The observers attached to a pool, published for the fast path, which reads them
+// without a lock. Replaced (never changed) when observers come or go.
+struct ObserverList {
+  std::vector<std::shared_ptr<AllocatorObserver>> observers;
+};
+
+// What a free into the thread's own cache gives back, for observers.
+struct FastFreed {
+  size_t size = 0;
+  size_t requested = 0;
+  StreamId stream = kNoStream;
+};
 
 // Figures here are never negative (the stats' invariants); FormatByteSize takes unsigned.
 std::string Human(int64_t n) { return FormatByteSize(static_cast<uint64_t>(n)); }
@@ -472,17 +490,30 @@ class CachingAllocator::Impl {
 
   // The common cases (a thread-cache hit, a free of a block this thread took from its
   // cache) are inline here; everything else goes to the *Slow functions.
+  // Observers do not leave the fast path: its events go to ReportFast.
   absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream) {
-    if (fast_path_ && !observed() && bytes <= fast_max_bytes_) {
+    if (fast_path_ && bytes <= fast_max_bytes_) {
       const size_t size = (std::max<size_t>(bytes, 1) + rounding_mask_) & ~rounding_mask_;
-      if (char* p = CachePop(size, stream, bytes)) return static_cast<void*>(p);
+      if (char* p = CachePop(size, stream, bytes)) {
+        if (observed()) [[unlikely]] {
+          ReportFast(AllocatorEventType::kAllocate, size, bytes, p, stream);
+        }
+        return static_cast<void*>(p);
+      }
       return AllocateSlow(bytes, stream, /*cache_tried=*/true);
     }
     return AllocateSlow(bytes, stream, /*cache_tried=*/false);
   }
   absl::Status Free(void* ptr) {
     if (ptr == nullptr) return absl::OkStatus();
-    if (fast_path_ && !observed() && FreeToOwnCache(ptr)) return absl::OkStatus();
+    FastFreed freed;
+    if (fast_path_ && FreeToOwnCache(ptr, &freed)) {
+      if (observed()) [[unlikely]] {
+        ReportFast(AllocatorEventType::kFree, freed.size, freed.requested, ptr,
+                   freed.stream);
+      }
+      return absl::OkStatus();
+    }
     return FreeSlow(ptr);
   }
   // `cache_tried`: the thread cache has no block for this request.
@@ -551,7 +582,8 @@ class CachingAllocator::Impl {
   bool CachePushLocked(ThreadCache& cache, Block* b, size_t requested, uint64_t seq);
   // Frees `ptr` into this thread's cache if this thread took it from there and it is
   // still allocated: no address-map lookup. False sends the free down the usual path.
-  bool FreeToOwnCache(const void* ptr);
+  // `freed` (if not null) receives the block's size, requested bytes and stream.
+  bool FreeToOwnCache(const void* ptr, FastFreed* freed = nullptr);
   // Raises the pool's peaks to what the cache's highs say they reached, then adds the
   // cache's unfolded changes to the pool's current values. The caller holds cache.mu.
   // Peaks are exact with one thread; with several, a high is set against the pool's
@@ -573,6 +605,13 @@ class CachingAllocator::Impl {
   void Unregister(Block* b);
   absl::Status BadPointer(const void* ptr, const char* what) const;
   void Dispatch(const Sink& events);
+  // Passes a fast-path event to the published observers' OnFastEvent, holding this
+  // thread's report_mu as owner (no pool lock, no allocation).
+  [[gnu::noinline]] void ReportFast(AllocatorEventType type, size_t size, size_t requested,
+                                    const void* ptr, StreamId stream);
+  // Publishes observers_ to the fast path and waits until no fast-path report uses the
+  // list it replaces. The caller holds observers_mu_.
+  void PublishObserversLocked();
   bool observed() const { return num_observers_.load(std::memory_order_relaxed) > 0; }
 
   // Everything below needs mu_.
@@ -692,6 +731,8 @@ class CachingAllocator::Impl {
   std::atomic<int> num_observers_{0};
   mutable std::mutex observers_mu_;
   std::vector<std::shared_ptr<AllocatorObserver>> observers_;
+  std::atomic<const ObserverList*> fast_observers_{nullptr};
+  std::unique_ptr<const ObserverList> fast_observers_owner_;
 };
 
 namespace {
@@ -1062,7 +1103,7 @@ bool CachingAllocator::Impl::CachePush(Block* b, size_t requested) {
   return CachePushLocked(*cache, b, requested, b->alloc_seq.load(std::memory_order_relaxed));
 }
 
-inline bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr) {
+inline bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr, FastFreed* freed) {
   ThreadCache* cache = MyCache();
   OwnerLock::AsOwner lock(cache->mu);
   ThreadCache::HandedOut& slot = cache->handed_out[ThreadCache::SlotFor(ptr)];
@@ -1077,7 +1118,9 @@ inline bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr) {
       b->has_recorded_streams.load(std::memory_order_relaxed)) {
     return false;
   }
-  return CachePushLocked(*cache, b, b->requested.load(std::memory_order_relaxed), seq);
+  const size_t requested = b->requested.load(std::memory_order_relaxed);
+  if (freed != nullptr) *freed = {b->size, requested, b->stream};
+  return CachePushLocked(*cache, b, requested, seq);
 }
 
 inline bool CachingAllocator::Impl::CachePushLocked(ThreadCache& cache, Block* b,
@@ -1344,6 +1387,7 @@ absl::StatusOr<Block*> CachingAllocator::Impl::NewSegmentLocked(size_t segment_s
   if (sink != nullptr) {
     sink->push_back(
         MakeEvent(AllocatorEventType::kSegmentAlloc, segment_size, 0, s->ptr, stream));
+    sink->back().small_pool = pool == kSmall;
   }
   return b;
 }
@@ -1360,6 +1404,7 @@ void CachingAllocator::Impl::ReleaseSegmentLocked(Segment* s, Sink* sink) {
   if (sink != nullptr) {
     sink->push_back(
         MakeEvent(AllocatorEventType::kSegmentFree, s->size, 0, s->ptr, s->stream));
+    sink->back().small_pool = s->pool == kSmall;
   }
   RecycleBlockLocked(b);
   delete s;
@@ -1496,7 +1541,7 @@ absl::StatusOr<Block*> CachingAllocator::Impl::MapLocked(Block* u, char* begin, 
   Count(kNumMaps);
   if (sink != nullptr) {
     sink->push_back(
-        MakeEvent(AllocatorEventType::kSegmentAlloc, bytes, 0, begin, mapped->stream));
+        MakeEvent(AllocatorEventType::kSegmentMap, bytes, 0, begin, mapped->stream));
   }
   return FreeAndMergeLocked(mapped);
 }
@@ -1525,7 +1570,7 @@ size_t CachingAllocator::Impl::UnmapInteriorLocked(Block* b, size_t max_bytes, S
   AddGauge(kCachedBytes, kLarge, -static_cast<int64_t>(bytes));
   Count(kNumUnmaps);
   if (sink != nullptr) {
-    sink->push_back(MakeEvent(AllocatorEventType::kSegmentFree, bytes, 0, middle->ptr,
+    sink->push_back(MakeEvent(AllocatorEventType::kSegmentUnmap, bytes, 0, middle->ptr,
                               middle->stream));
   }
   InsertUnmappedLocked(middle);
@@ -1751,6 +1796,7 @@ absl::StatusOr<Block*> CachingAllocator::Impl::AllocateAfterOomLocked(
   if (sink != nullptr) {
     sink->push_back(
         MakeEvent(AllocatorEventType::kOom, size, requested, nullptr, stream));
+    sink->back().small_pool = pool == kSmall;
   }
   // What the backend was asked for: a segment, or chunks to map.
   const size_t needed = pool == kLarge && expandable()
@@ -1776,12 +1822,15 @@ absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamI
   GENESIS_ASSIGN_OR_RETURN(const size_t size, RoundSize(bytes));
   const int pool = size < opt_.small_size_limit ? kSmall : kLarge;
   const bool watch = observed();
+  const int64_t start_ns = watch ? NowNs() : 0;
 
   if (thread_caches_ && !cache_tried) {
     if (char* p = CachePop(size, stream, bytes)) {
       if (watch) {
-        Dispatch({MakeEvent(AllocatorEventType::kAllocate, size, bytes, p, stream,
-                            /*cache_hit=*/true)});
+        AllocatorEvent e = MakeEvent(AllocatorEventType::kAllocate, size, bytes, p, stream,
+                                     /*cache_hit=*/true, start_ns);
+        e.small_pool = pool == kSmall;
+        Dispatch({e});
       }
       return static_cast<void*>(p);
     }
@@ -1824,7 +1873,8 @@ absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamI
     Register(*block);
     if (sink != nullptr) {
       sink->push_back(MakeEvent(AllocatorEventType::kAllocate, (*block)->size, bytes,
-                                (*block)->ptr, stream, hit));
+                                (*block)->ptr, stream, hit, start_ns));
+      sink->back().small_pool = pool == kSmall;
     }
   }
   if (sink != nullptr) Dispatch(events);
@@ -1933,9 +1983,11 @@ absl::Status CachingAllocator::Impl::FreeSlow(void* ptr) {
   const bool watch = observed();
   Sink events;
   Sink* sink = watch ? &events : nullptr;
+  const int64_t start_ns = watch ? NowNs() : 0;
   if (sink != nullptr) {
     sink->push_back(
         MakeEvent(AllocatorEventType::kFree, b->size, requested, b->ptr, b->stream));
+    sink->back().small_pool = b->pool == kSmall;
   }
   if (to_thread_cache && !CachePush(b, requested)) {
     Unregister(b);  // The thread's bin is full: the block goes back to the pool.
@@ -1961,7 +2013,10 @@ absl::Status CachingAllocator::Impl::FreeSlow(void* ptr) {
       return status;
     }
   }
-  if (sink != nullptr) Dispatch(events);
+  if (sink != nullptr) {
+    events.front().duration_ns = NowNs() - start_ns;
+    Dispatch(events);
+  }
   return absl::OkStatus();
 }
 
@@ -2189,10 +2244,53 @@ void CachingAllocator::Impl::Dispatch(const Sink& events) {
   }
 }
 
+void CachingAllocator::Impl::ReportFast(AllocatorEventType type, size_t size,
+                                        size_t requested, const void* ptr,
+                                        StreamId stream) {
+  AllocatorEvent e;
+  e.type = type;
+  e.size = size;
+  e.requested = requested;
+  e.address = ptr;
+  e.stream = stream;
+  e.cache_hit = type == AllocatorEventType::kAllocate;
+  e.thread_id = ThisThreadId();
+  e.small_pool = size < opt_.small_size_limit;
+  e.from_thread_cache = true;
+  ThreadCache* cache = MyCache();
+  OwnerLock::AsOwner lock(cache->report_mu);
+  const ObserverList* list = fast_observers_.load(std::memory_order_acquire);
+  if (list == nullptr) return;
+  for (const auto& o : list->observers) o->OnFastEvent(e);
+}
+
+void CachingAllocator::Impl::PublishObserversLocked() {
+  auto list = std::make_unique<ObserverList>();
+  list->observers = observers_;
+  fast_observers_.store(list.get(), std::memory_order_release);
+  // Fast-path reports that loaded the old list hold their thread's report_mu; taking
+  // each (as another thread) waits for them. The caches are copied first so that a
+  // report calling Stats() (which takes registry_->mu) cannot deadlock with this.
+  std::vector<std::shared_ptr<ThreadCache>> caches;
+  {
+    std::lock_guard<std::mutex> lock(registry_->mu);
+    caches = registry_->caches;
+  }
+  std::vector<OwnerLock*> locks;
+  locks.reserve(caches.size());
+  for (const auto& c : caches) locks.push_back(&c->report_mu);
+  if (!locks.empty()) {
+    OwnerLock::LockAll(locks);
+    OwnerLock::UnlockAll(locks);
+  }
+  fast_observers_owner_ = std::move(list);
+}
+
 void CachingAllocator::Impl::AddObserver(std::shared_ptr<AllocatorObserver> observer) {
   if (observer == nullptr) return;
   std::lock_guard<std::mutex> lock(observers_mu_);
   observers_.push_back(std::move(observer));
+  PublishObserversLocked();
   num_observers_.store(static_cast<int>(observers_.size()), std::memory_order_relaxed);
 }
 
@@ -2200,6 +2298,7 @@ void CachingAllocator::Impl::RemoveObserver(const AllocatorObserver* observer) {
   std::lock_guard<std::mutex> lock(observers_mu_);
   std::erase_if(observers_, [observer](const auto& o) { return o.get() == observer; });
   num_observers_.store(static_cast<int>(observers_.size()), std::memory_order_relaxed);
+  PublishObserversLocked();
 }
 
 // ----- CachingAllocator -----

@@ -14,6 +14,7 @@ readonly PACKAGES=(
   nlohmann-json3-dev                                             # JSON output
   libdlpack-dev                                                  # DLPack interop
   zlib1g-dev                                                     # gzip-compressed traces
+  python3-matplotlib                                             # plots of genesis bench
 )
 
 check_only=0

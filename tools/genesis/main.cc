@@ -8,6 +8,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "tools/genesis/bench_command.h"
 #include "tools/genesis/command.h"
 #include "tools/genesis/info_command.h"
 #include "tools/genesis/replay_command.h"
@@ -17,6 +18,7 @@ namespace {
 
 constexpr Command kCommands[] = {
     {"info", "devices, memory, peer access, versions, kernel self-test", RunInfo},
+    {"bench", "benchmark suite: genesis beside its baselines, report with plots", RunBench},
     {"replay", "replay allocation traces through a pool: peak reserved / allocated", RunReplay},
 };
 

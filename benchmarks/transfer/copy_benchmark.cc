@@ -1,0 +1,88 @@
+// CPU strided copies by size, each beside memcpy of the same bytes in the same run: a
+// transposed square float32 matrix, and every other row of a float32 matrix (rows of
+// 4 KiB), made contiguous with genesis::storage::CopyStridedToContiguous. The argument
+// is the bytes written; bytes_per_second counts them once (as a copy does).
+//   bazel run -c opt //benchmarks/transfer:copy_benchmark
+// `genesis bench` plots bandwidth against size from these rows (BM_Copy_<path>_<call>).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "genesis/storage/layout.h"
+#include "genesis/storage/strided_copy.h"
+
+namespace genesis::storage {
+namespace {
+
+constexpr int64_t kRowFloats = 1024;
+
+std::vector<float> Filled(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 1000);
+  return v;
+}
+
+void Finish(benchmark::State& state) {
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+
+// A transposed n x n view, n*n*4 == bytes.
+Layout Transposed(int64_t bytes) {
+  const int64_t n = static_cast<int64_t>(std::llround(std::sqrt(bytes / 4.0)));
+  return Layout::Contiguous({n, n}).value().Transpose(0, 1).value();
+}
+
+// Every other row of a (2 * rows) x 1024 float matrix, rows * 4 KiB == bytes.
+Layout EveryOtherRow(int64_t bytes) {
+  const int64_t rows = bytes / (kRowFloats * 4);
+  return Layout::Contiguous({2 * rows, kRowFloats}).value().Slice(0, 0, 2 * rows, 2).value();
+}
+
+void Strided(benchmark::State& state, const Layout& layout, int64_t base_floats) {
+  const std::vector<float> src = Filled(base_floats);
+  std::vector<float> dst = Filled(layout.numel());
+  for (auto _ : state) {
+    CopyStridedToContiguous(src.data(), layout, sizeof(float), dst.data());
+    benchmark::ClobberMemory();
+  }
+  Finish(state);
+}
+
+void BM_Copy_Transposed_CopyStridedToContiguous(benchmark::State& state) {
+  Strided(state, Transposed(state.range(0)), state.range(0) / 4);
+}
+
+void BM_Copy_Rows_CopyStridedToContiguous(benchmark::State& state) {
+  Strided(state, EveryOtherRow(state.range(0)), 2 * state.range(0) / 4);
+}
+
+void Memcpy(benchmark::State& state) {
+  const std::vector<float> src = Filled(state.range(0) / 4);
+  std::vector<float> dst = Filled(state.range(0) / 4);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), src.size() * sizeof(float));
+    benchmark::ClobberMemory();
+  }
+  Finish(state);
+}
+
+void BM_Copy_Transposed_Memcpy(benchmark::State& state) { Memcpy(state); }
+void BM_Copy_Rows_Memcpy(benchmark::State& state) { Memcpy(state); }
+
+// 64 KiB .. 64 MiB, powers of 4 (square matrices of 128 .. 4096).
+void Sizes(benchmark::internal::Benchmark* b) {
+  for (int64_t bytes = 64 << 10; bytes <= (64 << 20); bytes *= 4) b->Arg(bytes);
+  b->UseRealTime();
+}
+
+BENCHMARK(BM_Copy_Transposed_CopyStridedToContiguous)->Apply(Sizes);
+BENCHMARK(BM_Copy_Transposed_Memcpy)->Apply(Sizes);
+BENCHMARK(BM_Copy_Rows_CopyStridedToContiguous)->Apply(Sizes);
+BENCHMARK(BM_Copy_Rows_Memcpy)->Apply(Sizes);
+
+}  // namespace
+}  // namespace genesis::storage
+
+BENCHMARK_MAIN();

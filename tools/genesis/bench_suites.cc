@@ -1,0 +1,370 @@
+#include "tools/genesis/bench_suites.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace genesis::cli {
+namespace {
+
+constexpr int64_t kPoolSizes[] = {512, 64 << 10, 1 << 20, 32 << 20};
+// Sizes of the copy sweeps that also get a row in the tables (the plots show them all).
+constexpr int64_t kCopyTableSizes[] = {64 << 10, 4 << 20, 256 << 20};
+constexpr int kMaxPeerGpus = 8;
+// Traces under traces/ that the replay suite has rows for.
+constexpr const char* kTraces[] = {"gpt2_small_train", "resnet50_train"};
+
+std::string SizeName(int64_t bytes) {
+  if (bytes >= (1 << 20)) return absl::StrCat(bytes >> 20, " MiB");
+  if (bytes >= (1 << 10)) return absl::StrCat(bytes >> 10, " KiB");
+  return absl::StrCat(bytes, " B");
+}
+
+std::string Threads(int n) { return n == 1 ? "1 thread" : absl::StrCat(n, " threads"); }
+
+std::vector<BenchSuite> MakeSuites() {
+  return {
+      {"alloc", "memory pools against the system and CUDA allocators, 1 to 16 threads", ""},
+      {"copy", "copies by path and size against memcpy / cudaMemcpy(Async)", ""},
+      {"batch", "batches of copies against a loop of cudaMemcpyAsync and cudaMemcpyBatchAsync",
+       ""},
+      {"peer", "every ordered pair of GPUs: bandwidth and latency, against cudaMemcpyPeerAsync",
+       ""},
+      {"convert", "dtype conversion against a copy of the same bytes", ""},
+      {"contiguous", "contiguous() of a transposed matrix against a copy of the same bytes",
+       ""},
+      {"replay", "recorded allocation traces (traces/) through a pool against malloc/free",
+       ""},
+      {"collectives", "NCCL collectives (benchmarks/distributed)", "not built yet"},
+  };
+}
+
+std::vector<BenchRun> MakeRuns() {
+  using D = BenchDevice;
+  return {
+      {"alloc", D::kCpu, "alloc_cpu", "benchmarks/memory", "allocator_benchmark", "", ""},
+      {"alloc", D::kCuda, "alloc_cuda", "benchmarks/memory", "allocator_cuda_benchmark", "",
+       ""},
+      {"copy", D::kCpu, "copy_cpu", "benchmarks/transfer", "copy_benchmark", "", ""},
+      {"copy", D::kCuda, "copy_cuda", "benchmarks/transfer", "copy_cuda_benchmark", "", ""},
+      {"copy", D::kCuda, "copy_cuda_single", "benchmarks/transfer",
+       "batch_copy_cuda_benchmark", "Pinned256MiB|Pageable256MiB", ""},
+      {"copy", D::kCuda, "copy_cuda_staging", "benchmarks/transfer", "transfer_cuda_benchmark",
+       "", "CudaMemcpy|threads:8/chunk_kib:4096/buffers:4/"},
+      {"batch", D::kCuda, "batch_cuda", "benchmarks/transfer", "batch_copy_cuda_benchmark",
+       "BM_D2D_|Pinned1024x", ""},
+      {"peer", D::kCuda, "peer_matrix_cuda", "benchmarks/transfer",
+       "peer_matrix_cuda_benchmark", "", "", false, 2},
+      {"peer", D::kCuda, "peer_batch_cuda", "benchmarks/transfer", "batch_copy_cuda_benchmark",
+       "BM_Peer_", "", false, 2},
+      {"convert", D::kCpu, "convert_cpu_half", "benchmarks", "half_conversion_benchmark", "",
+       ""},
+      {"convert", D::kCpu, "convert_cpu", "benchmarks/storage", "storage_benchmark",
+       "BM_Convert|BM_Memcpy/50331648/", ""},
+      {"convert", D::kCuda, "convert_cuda", "benchmarks/storage", "storage_cuda_benchmark",
+       "BM_ConvertCuda|BM_CudaMemcpyAsync/50331648/", ""},
+      {"contiguous", D::kCpu, "contiguous_cpu", "benchmarks/storage", "storage_benchmark",
+       "BM_CopyTransposed|BM_Memcpy/67108864/", ""},
+      {"contiguous", D::kCuda, "contiguous_cuda", "benchmarks/storage",
+       "storage_cuda_benchmark", "BM_CopyStridedCuda|BM_CudaMemcpyAsync/67108864/", ""},
+      {"replay", D::kCpu, "replay_cpu", "benchmarks/replay", "replay_benchmark", "", "", true},
+  };
+}
+
+BenchPair Pair(std::string run_id, std::string label, std::string figure,
+               std::string baseline_label, std::string baseline,
+               BenchMetric metric = BenchMetric::kTime, double target = 0) {
+  BenchPair p;
+  p.run_id = std::move(run_id);
+  p.label = std::move(label);
+  p.figure = std::move(figure);
+  p.baseline_label = std::move(baseline_label);
+  p.baseline = std::move(baseline);
+  p.metric = metric;
+  p.target = target;
+  if (target > 0) p.target_source = "README";
+  return p;
+}
+
+void AddAllocPairs(std::vector<BenchPair>& pairs) {
+  for (int64_t size : kPoolSizes) {
+    const std::string s = absl::StrCat(size);
+    for (int threads : {1, 16}) {
+      const std::string t = absl::StrCat("/real_time/threads:", threads);
+      pairs.push_back(Pair("alloc_cpu", absl::StrCat("host pool, ", SizeName(size), ", ",
+                                                     Threads(threads)),
+                           "BM_HostPool/" + s + t, "malloc + free", "BM_Malloc/" + s + t));
+    }
+    pairs.push_back(Pair("alloc_cpu",
+                         absl::StrCat("host pool, ", SizeName(size), ", 16 threads (throughput)"),
+                         "BM_HostPool/" + s + "/real_time/threads:16", "the same, 1 thread",
+                         "BM_HostPool/" + s + "/real_time/threads:1", BenchMetric::kTime, 8));
+  }
+  for (int64_t size : kPoolSizes) {
+    const std::string s = absl::StrCat(size);
+    for (int threads : {1, 16}) {
+      const std::string t = absl::StrCat("/real_time/threads:", threads);
+      pairs.push_back(Pair("alloc_cuda",
+                           absl::StrCat("device pool, ", SizeName(size), ", ", Threads(threads)),
+                           "BM_DevicePool/" + s + t, "cudaMallocAsync + cudaFreeAsync",
+                           "BM_CudaMallocAsync/" + s + t, BenchMetric::kTime,
+                           threads == 1 ? 12 : 0));
+    }
+    if (size != (64 << 10)) {
+      pairs.push_back(Pair("alloc_cuda", absl::StrCat("device pool, ", SizeName(size), ", 1 thread"),
+                           "BM_DevicePool/" + s + "/real_time/threads:1", "cudaMalloc + cudaFree",
+                           "BM_CudaMalloc/" + s + "/real_time"));
+    }
+    pairs.push_back(Pair("alloc_cuda",
+                         absl::StrCat("device pool, ", SizeName(size), ", 16 threads (throughput)"),
+                         "BM_DevicePool/" + s + "/real_time/threads:16", "the same, 1 thread",
+                         "BM_DevicePool/" + s + "/real_time/threads:1", BenchMetric::kTime, 8));
+  }
+  pairs.push_back(Pair("alloc_cuda", "pinned pool, 64 MiB, 1 thread",
+                       "BM_PinnedPool/67108864/real_time/threads:1", "cudaHostAlloc + cudaFreeHost",
+                       "BM_CudaHostAlloc/67108864/iterations:20/real_time"));
+}
+
+// The copy paths of the sweeps (copy_benchmark, copy_cuda_benchmark): name in the
+// benchmark, label, genesis call, baseline call.
+struct SweepPath {
+  const char* run_id;
+  const char* path;
+  const char* label;
+  const char* genesis;
+  const char* baseline;
+};
+constexpr SweepPath kSweepPaths[] = {
+    {"copy_cpu", "Transposed", "CPU transposed float32 square -> contiguous",
+     "CopyStridedToContiguous", "Memcpy"},
+    {"copy_cpu", "Rows", "CPU every other row of a float32 matrix -> contiguous",
+     "CopyStridedToContiguous", "Memcpy"},
+    {"copy_cuda", "H2DPinned", "pinned host to device", "CopyBytesAsync", "CudaMemcpyAsync"},
+    {"copy_cuda", "D2HPinned", "device to pinned host", "CopyBytesAsync", "CudaMemcpyAsync"},
+    {"copy_cuda", "D2D", "device to device", "CopyBytesAsync", "CudaMemcpyAsync"},
+    {"copy_cuda", "H2DPageable", "pageable host to device", "CopyBytes", "CudaMemcpy"},
+    {"copy_cuda", "D2HPageable", "device to pageable host", "CopyBytes", "CudaMemcpy"},
+};
+
+void AddCopyPairs(std::vector<BenchPair>& pairs) {
+  for (const SweepPath& p : kSweepPaths) {
+    const bool cpu = std::string(p.run_id) == "copy_cpu";
+    const char* time = cpu ? "/real_time" : "/manual_time";
+    for (int64_t size : kCopyTableSizes) {
+      if (cpu && size > (64 << 20)) continue;
+      const std::string s = absl::StrCat(size);
+      pairs.push_back(Pair(p.run_id, absl::StrCat(p.label, ", ", SizeName(size)),
+                           absl::StrCat("BM_Copy_", p.path, "_", p.genesis, "/", s, time),
+                           p.baseline, absl::StrCat("BM_Copy_", p.path, "_", p.baseline, "/", s, time),
+                           BenchMetric::kBandwidth));
+    }
+  }
+  const BenchMetric bw = BenchMetric::kBandwidth;
+  for (const char* dir : {"H2D", "D2H"}) {
+    const std::string d = dir;
+    const std::string base = "BM_" + d + "_Pinned256MiB_CudaMemcpyAsync/manual_time";
+    pairs.push_back(Pair("copy_cuda_single", d + " pinned 256 MiB, CopyBytesAsync",
+                         "BM_" + d + "_Pinned256MiB_CopyBytesAsync/manual_time",
+                         "cudaMemcpyAsync", base, bw, 0.97));
+    pairs.push_back(Pair("copy_cuda_single", d + " pinned 256 MiB, batch copier",
+                         "BM_" + d + "_Pinned256MiB_BatchCopier/manual_time", "cudaMemcpyAsync",
+                         base, bw, 0.97));
+    pairs.push_back(Pair("copy_cuda_single", d + " pageable 256 MiB, CopyBytes",
+                         "BM_" + d + "_Pageable256MiB_CopyBytes/manual_time", "cudaMemcpy",
+                         "BM_" + d + "_Pageable256MiB_CudaMemcpy/manual_time", bw, 4));
+  }
+  pairs.push_back(Pair("copy_cuda_single", "H2D + D2H pinned 256 MiB at once, batch copier",
+                       "BM_Bidir_Pinned256MiB_BatchCopier/manual_time",
+                       "cudaMemcpyAsync, one direction",
+                       "BM_Bidir_Pinned256MiB_H2DOnly_CudaMemcpyAsync/manual_time", bw, 1.8));
+  pairs.push_back(Pair("copy_cuda_single", "H2D + D2H pinned 256 MiB at once, batch copier",
+                       "BM_Bidir_Pinned256MiB_BatchCopier/manual_time",
+                       "cudaMemcpyAsync on two streams",
+                       "BM_Bidir_Pinned256MiB_TwoStreamsCudaMemcpyAsync/manual_time", bw));
+  const std::string pipeline = "/threads:8/chunk_kib:4096/buffers:4/real_time";
+  pairs.push_back(Pair("copy_cuda_staging", "pageable 256 MiB to device, staging pipeline",
+                       "BM_PageableToDevice_StagingPipeline" + pipeline, "cudaMemcpy",
+                       "BM_PageableToDevice_CudaMemcpy/real_time", bw, 4));
+  pairs.push_back(Pair("copy_cuda_staging", "device to pageable 256 MiB, staging pipeline",
+                       "BM_DeviceToPageable_StagingPipeline" + pipeline, "cudaMemcpy",
+                       "BM_DeviceToPageable_CudaMemcpy/real_time", bw, 4));
+}
+
+void AddBatchPairs(std::vector<BenchPair>& pairs) {
+  struct Batch {
+    const char* name;
+    const char* label;
+  };
+  for (const Batch& b : {Batch{"D2D_1024x16KiB", "1024 x 16 KiB device to device"},
+                         Batch{"D2D_1024x256KiB", "1024 x 256 KiB device to device"},
+                         Batch{"H2D_Pinned1024x16KiB", "1024 x 16 KiB pinned host to device"}}) {
+    const std::string prefix = absl::StrCat("BM_", b.name, "_");
+    pairs.push_back(Pair("batch_cuda", b.label, prefix + "BatchCopier/manual_time",
+                         "loop of cudaMemcpyAsync", prefix + "CudaMemcpyAsyncLoop/manual_time"));
+    pairs.push_back(Pair("batch_cuda", b.label, prefix + "BatchCopier/manual_time",
+                         "cudaMemcpyBatchAsync", prefix + "CudaMemcpyBatchAsync/manual_time"));
+  }
+  pairs.push_back(Pair("batch_cuda", "1024 x 16 KiB device to device, planned at each call",
+                       "BM_D2D_1024x16KiB_BatchCopier_WithPlanning/manual_time",
+                       "cudaMemcpyBatchAsync", "BM_D2D_1024x16KiB_CudaMemcpyBatchAsync/manual_time"));
+  pairs.push_back(Pair("batch_cuda", "1024 mixed 256 B .. 4 MiB device to device",
+                       "BM_D2D_Mixed1024_BatchCopier/manual_time", "loop of cudaMemcpyAsync",
+                       "BM_D2D_Mixed1024_CudaMemcpyAsyncLoop/manual_time"));
+  pairs.push_back(Pair("batch_cuda", "1024 mixed 256 B .. 4 MiB device to device",
+                       "BM_D2D_Mixed1024_BatchCopier/manual_time",
+                       "one cudaMemcpyAsync of the total",
+                       "BM_D2D_Mixed1024_OneCudaMemcpyAsync/manual_time", BenchMetric::kTime,
+                       0.7));
+}
+
+void AddPeerPairs(std::vector<BenchPair>& pairs) {
+  pairs.push_back(Pair("peer_batch_cuda", "256 MiB cuda:0 -> cuda:1, batch copier",
+                       "BM_Peer_256MiB_BatchCopier/manual_time", "cudaMemcpyPeerAsync",
+                       "BM_Peer_256MiB_CudaMemcpyPeerAsync/manual_time", BenchMetric::kBandwidth,
+                       0.97));
+  pairs.push_back(Pair("peer_batch_cuda", "1024 x 64 KiB cuda:0 -> cuda:1, batch copier",
+                       "BM_Peer_1024x64KiB_BatchCopier/manual_time", "loop of cudaMemcpyPeerAsync",
+                       "BM_Peer_1024x64KiB_CudaMemcpyPeerAsyncLoop/manual_time"));
+  // Rows for up to 8 GPUs; those of GPUs this machine lacks are left out of the report.
+  for (const char* kind : {"Bandwidth", "Latency"}) {
+    for (int from = 0; from < kMaxPeerGpus; ++from) {
+      for (int to = 0; to < kMaxPeerGpus; ++to) {
+        if (from == to) continue;
+        const std::string suffix = absl::StrCat("/from:", from, "/to:", to, "/manual_time");
+        const std::string k = kind;
+        BenchPair p = Pair("peer_matrix_cuda",
+                           absl::StrCat(k == "Bandwidth" ? "256 MiB" : "4 B latency", ", cuda:",
+                                        from, " -> cuda:", to, ", CopyBytesAsync"),
+                           "BM_PeerMatrix_" + k + "_CopyBytesAsync" + suffix,
+                           "cudaMemcpyPeerAsync",
+                           "BM_PeerMatrix_" + k + "_CudaMemcpyPeerAsync" + suffix,
+                           k == "Bandwidth" ? BenchMetric::kBandwidth : BenchMetric::kTime);
+        p.optional = true;
+        pairs.push_back(std::move(p));
+      }
+    }
+  }
+}
+
+void AddConvertPairs(std::vector<BenchPair>& pairs) {
+  const std::string n = "/1048576";
+  pairs.push_back(Pair("convert_cpu_half", "float -> float16, 2^20 values",
+                       "BM_FloatToHalf_Genesis" + n, "GCC _Float16",
+                       "BM_FloatToHalf_CompilerFloat16" + n));
+  pairs.push_back(Pair("convert_cpu_half", "float16 -> float, 2^20 values",
+                       "BM_HalfToFloat_Genesis" + n, "GCC _Float16",
+                       "BM_HalfToFloat_CompilerFloat16" + n));
+  pairs.push_back(Pair("convert_cpu_half", "float -> bfloat16, 2^20 values",
+                       "BM_FloatToBFloat16_Genesis" + n, "memcpy of the same bytes",
+                       "BM_FloatRead_HalfWrite_Memcpy" + n));
+  const BenchMetric bw = BenchMetric::kBandwidth;
+  pairs.push_back(Pair("convert_cpu", "float32 -> bfloat16, 4096 x 4096",
+                       "BM_ConvertFloat32ToBFloat16/real_time", "memcpy of the same bytes",
+                       "BM_Memcpy/50331648/real_time", bw));
+  pairs.push_back(Pair("convert_cpu", "bfloat16 -> float32, 4096 x 4096",
+                       "BM_ConvertBFloat16ToFloat32/real_time", "memcpy of the same bytes",
+                       "BM_Memcpy/50331648/real_time", bw));
+  pairs.push_back(Pair("convert_cuda", "float32 -> bfloat16, 4096 x 4096",
+                       "BM_ConvertCudaFloat32ToBFloat16/manual_time",
+                       "cudaMemcpyAsync of the same bytes",
+                       "BM_CudaMemcpyAsync/50331648/manual_time", bw, 0.85));
+  pairs.push_back(Pair("convert_cuda", "bfloat16 -> float32, 4096 x 4096",
+                       "BM_ConvertCudaBFloat16ToFloat32/manual_time",
+                       "cudaMemcpyAsync of the same bytes",
+                       "BM_CudaMemcpyAsync/50331648/manual_time", bw, 0.85));
+  pairs.push_back(Pair("contiguous_cpu", "transposed float32 4096 x 4096",
+                       "BM_CopyTransposedFloat32/real_time", "memcpy of the same bytes",
+                       "BM_Memcpy/67108864/real_time", bw));
+  pairs.push_back(Pair("contiguous_cuda", "transposed float32 4096 x 4096",
+                       "BM_CopyStridedCudaTransposedFloat32/manual_time",
+                       "cudaMemcpyAsync of the same bytes",
+                       "BM_CudaMemcpyAsync/67108864/manual_time", bw, 0.75));
+}
+
+void AddReplayPairs(std::vector<BenchPair>& pairs) {
+  for (const char* trace : kTraces) {
+    BenchPair p = Pair("replay_cpu", absl::StrCat(trace, ", host pool"),
+                       absl::StrCat("BM_Replay_HostPool/", trace, "/real_time"), "malloc + free",
+                       absl::StrCat("BM_Replay_Malloc/", trace, "/real_time"));
+    p.optional = true;  // Only the traces that were found.
+    pairs.push_back(std::move(p));
+  }
+}
+
+std::vector<BenchPair> MakePairs() {
+  std::vector<BenchPair> pairs;
+  AddAllocPairs(pairs);
+  AddCopyPairs(pairs);
+  AddBatchPairs(pairs);
+  AddPeerPairs(pairs);
+  AddConvertPairs(pairs);
+  AddReplayPairs(pairs);
+  return pairs;
+}
+
+}  // namespace
+
+const char* BenchDeviceName(BenchDevice device) {
+  return device == BenchDevice::kCpu ? "cpu" : "cuda";
+}
+
+const std::vector<BenchSuite>& BenchSuites() {
+  static const auto* suites = new std::vector<BenchSuite>(MakeSuites());
+  return *suites;
+}
+
+const std::vector<BenchRun>& BenchRuns() {
+  static const auto* runs = new std::vector<BenchRun>(MakeRuns());
+  return *runs;
+}
+
+const std::vector<BenchPair>& BenchPairs() {
+  static const auto* pairs = new std::vector<BenchPair>(MakePairs());
+  return *pairs;
+}
+
+std::vector<const BenchRun*> RunsOfSuite(const std::string& suite) {
+  std::vector<const BenchRun*> runs;
+  for (const BenchRun& r : BenchRuns()) {
+    if (r.suite == suite) runs.push_back(&r);
+  }
+  return runs;
+}
+
+const BenchRun* FindRun(const std::string& id) {
+  for (const BenchRun& r : BenchRuns()) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseSuiteList(const std::string& text) {
+  std::vector<std::string> names;
+  for (const BenchSuite& s : BenchSuites()) names.push_back(s.name);
+  const std::string trimmed(absl::StripAsciiWhitespace(text));
+  if (trimmed.empty() || trimmed == "all") return names;
+  std::vector<std::string> chosen;
+  for (absl::string_view part : absl::StrSplit(trimmed, ',', absl::SkipWhitespace())) {
+    const std::string name(absl::StripAsciiWhitespace(part));
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--suite: unknown suite '", name,
+                                                     "'; known: ", absl::StrJoin(names, ", "),
+                                                     " (or all)"));
+    }
+    chosen.push_back(name);
+  }
+  std::vector<std::string> ordered;
+  for (const std::string& n : names) {
+    if (std::find(chosen.begin(), chosen.end(), n) != chosen.end()) ordered.push_back(n);
+  }
+  return ordered;
+}
+
+}  // namespace genesis::cli

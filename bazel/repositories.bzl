@@ -105,4 +105,12 @@ def genesis_dependencies():
         headers = ["zlib.h"],
         libraries = ["libz.a"],
     )
+    _maybe(
+        system_library,
+        name = "gloo",
+        build_file = _label("third_party/systemlibs:gloo.BUILD"),
+        debian_package = "libgloo-dev",
+        headers = ["gloo/allreduce.h", "gloo/rendezvous/file_store.h"],
+        libraries = ["libgloo.so.0"],
+    )
     _maybe(cuda_configure, name = "local_config_cuda")

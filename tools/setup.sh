@@ -15,6 +15,7 @@ readonly PACKAGES=(
   libdlpack-dev                                                  # DLPack interop
   zlib1g-dev                                                     # gzip-compressed traces
   python3-matplotlib                                             # plots of genesis bench
+  libgloo-dev                                                    # CPU collectives
 )
 
 check_only=0

@@ -1,0 +1,375 @@
+#include "genesis/distributed/gloo/gloo_communicator.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "genesis/core/absl_compat.h"
+#include "genesis/core/status.h"
+#include "genesis/distributed/gloo/gloo_reduce.h"
+#include "genesis/distributed/internal/group_health.h"
+#include "genesis/distributed/internal/work_state.h"
+#include "gloo/allgather.h"
+#include "gloo/allreduce.h"
+#include "gloo/alltoall.h"
+#include "gloo/barrier.h"
+#include "gloo/broadcast.h"
+#include "gloo/common/error.h"
+#include "gloo/reduce.h"
+#include "gloo/rendezvous/context.h"
+#include "gloo/rendezvous/prefix_store.h"
+#include "gloo/transport/tcp/device.h"
+#include "gloo/transport/unbound_buffer.h"
+
+namespace genesis::distributed::gloo_backend {
+namespace {
+
+using internal::WorkState;
+
+// Point-to-point slots live apart from the collectives' (which use prefixes 1..n in
+// the top byte; gloo/types.h).
+constexpr uint64_t kPeerSlotPrefix = uint64_t{0x7f} << 56;
+
+// Gloo wants a typed pointer only for the element size.
+template <typename F>
+void WithElementSize(size_t itemsize, F&& f) {
+  switch (itemsize) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    default: f(uint64_t{}); break;
+  }
+}
+
+std::string DescribeBuffer(const Buffer& b) {
+  return absl::StrCat(b.count, " x ", ToAbsl(DTypeName(b.dtype)));
+}
+
+class GlooCommunicator final : public Communicator {
+ public:
+  GlooCommunicator(GroupInfo info, std::shared_ptr<Store> store, std::string hostname,
+                   std::shared_ptr<gloo::transport::Device> device,
+                   std::shared_ptr<gloo::Context> context)
+      : info_(std::move(info)),
+        store_(std::move(store)),
+        hostname_(std::move(hostname)),
+        device_(std::move(device)),
+        context_(std::move(context)),
+        health_(info_.Describe()),
+        worker_([this] { RunJobs(collectives_); }),
+        waiter_([this] { RunJobs(peer_waits_); }) {}
+
+  ~GlooCommunicator() override {
+    collectives_.Stop();
+    peer_waits_.Stop();
+    worker_.join();
+    waiter_.join();
+  }
+
+  const GroupInfo& info() const override { return info_; }
+  absl::Status health() const override { return health_.cause(); }
+
+  absl::Status SupportsReduction(DType dtype, ReduceOp op) const override {
+    return CheckReduction(op, dtype);  // Every dtype has a Gloo reduction.
+  }
+
+  absl::StatusOr<Work> AllReduce(const Buffer& buffer, ReduceOp op) override {
+    return Collective(absl::StrCat("all_reduce of ", DescribeBuffer(buffer), " (",
+                                   ToAbsl(ReduceOpName(op)), ")"),
+                      [this, buffer, op](uint32_t tag) { RunAllReduce(buffer, op, tag); });
+  }
+
+  absl::StatusOr<Work> Broadcast(const Buffer& buffer, int root) override {
+    return Collective(
+        absl::StrCat("broadcast of ", DescribeBuffer(buffer), " from rank ", root),
+        [this, buffer, root](uint32_t tag) {
+          gloo::BroadcastOptions opts(context_);
+          opts.setOutput(static_cast<uint8_t*>(buffer.data), buffer.bytes());
+          opts.setRoot(root);
+          opts.setTag(tag);
+          opts.setTimeout(Timeout());
+          gloo::broadcast(opts);
+        });
+  }
+
+  absl::StatusOr<Work> Reduce(const Buffer& buffer, int root, ReduceOp op) override {
+    return Collective(absl::StrCat("reduce of ", DescribeBuffer(buffer), " (",
+                                   ToAbsl(ReduceOpName(op)), ") to rank ", root),
+                      [this, buffer, root, op](uint32_t tag) {
+                        // Gloo reduces into its output on every rank; the others keep
+                        // their buffers, so the output is a scratch copy.
+                        std::vector<char> scratch(buffer.bytes());
+                        gloo::ReduceOptions opts(context_);
+                        WithElementSize(ItemSize(buffer.dtype), [&](auto t) {
+                          using T = decltype(t);
+                          opts.setInput(static_cast<T*>(buffer.data), buffer.count);
+                          opts.setOutput(reinterpret_cast<T*>(scratch.data()), buffer.count);
+                        });
+                        opts.setRoot(root);
+                        opts.setReduceFunction(ReductionFor(buffer.dtype, op));
+                        opts.setTag(tag);
+                        opts.setTimeout(Timeout());
+                        gloo::reduce(opts);
+                        if (info_.rank == root) {
+                          std::memcpy(buffer.data, scratch.data(), scratch.size());
+                          if (op == ReduceOp::kAvg) {
+                            DivideInPlace(buffer.data, buffer.count, buffer.dtype, info_.size);
+                          }
+                        }
+                      });
+  }
+
+  absl::StatusOr<Work> AllGather(const Buffer& input, const Buffer& output) override {
+    return Collective(absl::StrCat("all_gather of ", DescribeBuffer(input)),
+                      [this, input, output](uint32_t tag) {
+                        gloo::AllgatherOptions opts(context_);
+                        opts.setInput(static_cast<uint8_t*>(input.data), input.bytes());
+                        opts.setOutput(static_cast<uint8_t*>(output.data), output.bytes());
+                        opts.setTag(tag);
+                        opts.setTimeout(Timeout());
+                        gloo::allgather(opts);
+                      });
+  }
+
+  absl::StatusOr<Work> ReduceScatter(const Buffer& input, const Buffer& output,
+                                     ReduceOp op) override {
+    return Collective(absl::StrCat("reduce_scatter of ", DescribeBuffer(input), " (",
+                                   ToAbsl(ReduceOpName(op)), ")"),
+                      [this, input, output, op](uint32_t tag) {
+                        // Debian's Gloo has no reduce_scatter for arbitrary sizes: reduce
+                        // a copy of the whole input and keep this rank's chunk.
+                        std::vector<char> whole(input.bytes());
+                        std::memcpy(whole.data(), input.data, whole.size());
+                        Buffer copy = input;
+                        copy.data = whole.data();
+                        RunAllReduce(copy, op, tag);
+                        std::memcpy(output.data, whole.data() + info_.rank * output.bytes(),
+                                    output.bytes());
+                      });
+  }
+
+  absl::StatusOr<Work> AllToAll(const Buffer& input, const Buffer& output) override {
+    return Collective(absl::StrCat("all_to_all of ", DescribeBuffer(input)),
+                      [this, input, output](uint32_t tag) {
+                        gloo::AlltoallOptions opts(context_);
+                        opts.setInput(static_cast<uint8_t*>(input.data), input.bytes());
+                        opts.setOutput(static_cast<uint8_t*>(output.data), output.bytes());
+                        opts.setTag(tag);
+                        opts.setTimeout(Timeout());
+                        gloo::alltoall(opts);
+                      });
+  }
+
+  absl::StatusOr<Work> Barrier() override {
+    return Collective("barrier", [this](uint32_t tag) {
+      gloo::BarrierOptions opts(context_);
+      opts.setTag(tag);
+      opts.setTimeout(Timeout());
+      gloo::barrier(opts);
+    });
+  }
+
+  absl::StatusOr<Work> SendRecv(absl::Span<const PeerOp> ops) override {
+    GENESIS_RETURN_IF_ERROR(health_.Check());
+    std::string what = ops.size() == 1 ? "" : absl::StrCat("batch of ", ops.size(), ": ");
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const PeerOp& op = ops[i];
+      absl::StrAppend(&what, i == 0 ? "" : ", ",
+                      op.kind == PeerOp::Kind::kSend ? "send of " : "recv of ",
+                      DescribeBuffer(op.buffer),
+                      op.kind == PeerOp::Kind::kSend ? " to rank " : " from rank ", op.peer,
+                      " (tag ", op.tag, ")");
+    }
+    const std::string description = absl::StrCat(what, " in ", info_.Describe());
+    // Post every transfer now, so that no rank waits for a transfer it has not posted.
+    auto posted = std::make_shared<std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>>>();
+    try {
+      for (const PeerOp& op : ops) {
+        auto buffer = context_->createUnboundBuffer(op.buffer.data, op.buffer.bytes());
+        const uint64_t slot = kPeerSlotPrefix | static_cast<uint32_t>(op.tag);
+        if (op.kind == PeerOp::Kind::kSend) {
+          buffer->send(op.peer, slot);
+        } else {
+          buffer->recv(op.peer, slot);
+        }
+        posted->push_back(std::move(buffer));
+      }
+    } catch (const std::exception& e) {
+      absl::Status error = Failure(description, e);
+      return error;
+    }
+    std::vector<PeerOp> kinds(ops.begin(), ops.end());
+    return Enqueue(peer_waits_, description, [this, posted, kinds](uint32_t) {
+      for (size_t i = 0; i < posted->size(); ++i) {
+        const bool completed = kinds[i].kind == PeerOp::Kind::kSend
+                                   ? (*posted)[i]->waitSend(Timeout())
+                                   : (*posted)[i]->waitRecv(Timeout());
+        if (!completed) throw gloo::IoException("aborted while waiting for a peer");
+      }
+    });
+  }
+
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(absl::Span<const int> ranks,
+                                                      const std::string& name) override {
+    GENESIS_RETURN_IF_ERROR(health_.Check());
+    int new_rank = -1;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] == info_.rank) new_rank = static_cast<int>(i);
+    }
+    if (new_rank < 0) return std::unique_ptr<Communicator>();
+    GroupInfo info = info_;
+    info.name = absl::StrCat(info_.name, "/", name);
+    info.rank = new_rank;
+    info.size = static_cast<int>(ranks.size());
+    return ConnectGloo(std::move(info), store_, hostname_);
+  }
+
+  void Abort(const absl::Status& why) override {
+    if (health_.Fail(why)) context_->closeConnections();
+  }
+
+ private:
+  struct Job {
+    std::shared_ptr<WorkState> state;
+    std::function<void(uint32_t tag)> run;
+    uint32_t tag = 0;
+  };
+
+  // A first-in, first-out queue of jobs served by one thread.
+  struct JobQueue {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Job> jobs;
+    bool stopping = false;
+    uint32_t next_tag = 1;
+
+    void Stop() {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        stopping = true;
+      }
+      cv.notify_all();
+    }
+  };
+
+  std::chrono::milliseconds Timeout() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+        absl::ToChronoMilliseconds(info_.timeout));
+  }
+
+  absl::StatusOr<Work> Collective(std::string what, std::function<void(uint32_t)> run) {
+    GENESIS_RETURN_IF_ERROR(health_.Check());
+    return Enqueue(collectives_, absl::StrCat(what, " in ", info_.Describe()), std::move(run));
+  }
+
+  Work Enqueue(JobQueue& queue, std::string description, std::function<void(uint32_t)> run) {
+    auto state = std::make_shared<WorkState>(std::move(description),
+                                             WorkState::Kind::kCompleted);
+    {
+      std::lock_guard<std::mutex> lock(queue.mu);
+      // Tags are given in call order, which every rank shares.
+      queue.jobs.push_back(Job{state, std::move(run), queue.next_tag++});
+    }
+    queue.cv.notify_one();
+    return Work(state);
+  }
+
+  void RunJobs(JobQueue& queue) {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lock(queue.mu);
+        queue.cv.wait(lock, [&] { return queue.stopping || !queue.jobs.empty(); });
+        if (queue.jobs.empty()) return;
+        job = std::move(queue.jobs.front());
+        queue.jobs.pop_front();
+      }
+      absl::Status status = health_.Check();
+      if (status.ok()) {
+        try {
+          job.run(job.tag);
+        } catch (const std::exception& e) {
+          status = Failure(job.state->description(), e);
+        }
+      }
+      job.state->Finish(std::move(status));
+    }
+  }
+
+  // The error of `description` failing with `e`; the communicator is unusable after.
+  absl::Status Failure(const std::string& description, const std::exception& e) {
+    const std::string message = e.what();
+    const bool timed_out = absl::StrContains(message, "imed out");
+    absl::Status error =
+        timed_out ? absl::DeadlineExceededError(absl::StrCat(
+                        description, " did not finish within ",
+                        absl::FormatDuration(info_.timeout), ": ", message))
+                  : absl::UnavailableError(absl::StrCat(description, " failed: ", message));
+    if (health_.Fail(error)) context_->closeConnections();
+    return error;
+  }
+
+  void RunAllReduce(const Buffer& buffer, ReduceOp op, uint32_t tag) {
+    gloo::AllreduceOptions opts(context_);
+    WithElementSize(ItemSize(buffer.dtype), [&](auto t) {
+      using T = decltype(t);
+      opts.setOutput(static_cast<T*>(buffer.data), buffer.count);
+    });
+    opts.setReduceFunction(ReductionFor(buffer.dtype, op));
+    opts.setTag(tag);
+    opts.setTimeout(Timeout());
+    gloo::allreduce(opts);
+    if (op == ReduceOp::kAvg) DivideInPlace(buffer.data, buffer.count, buffer.dtype, info_.size);
+  }
+
+  const GroupInfo info_;
+  const std::shared_ptr<Store> store_;
+  const std::string hostname_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::Context> context_;
+  internal::GroupHealth health_;
+  JobQueue collectives_;
+  JobQueue peer_waits_;
+  std::thread worker_;
+  std::thread waiter_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(GroupInfo info,
+                                                          std::shared_ptr<Store> store,
+                                                          const std::string& hostname) {
+  if (!info.device.is_cpu()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a gloo group works on CPU memory, not ", info.device.ToString()));
+  }
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = hostname;
+    std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(info.rank, info.size);
+    context->setTimeout(std::chrono::duration_cast<std::chrono::milliseconds>(
+        absl::ToChronoMilliseconds(info.timeout)));
+    gloo::rendezvous::PrefixStore prefixed(info.name, store->gloo_store());
+    context->connectFullMesh(prefixed, device);
+    return std::unique_ptr<Communicator>(new GlooCommunicator(
+        std::move(info), std::move(store), hostname, std::move(device), std::move(context)));
+  } catch (const std::exception& e) {
+    const std::string message = absl::StrCat("cannot connect ", info.Describe(), " through the ",
+                                             store->description(), " (listening on ", hostname,
+                                             "): ", e.what());
+    return absl::StrContains(e.what(), "imed out") ? absl::DeadlineExceededError(message)
+                                                   : absl::UnavailableError(message);
+  }
+}
+
+}  // namespace genesis::distributed::gloo_backend

@@ -1,0 +1,75 @@
+#include "genesis/distributed/internal/work_state.h"
+
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include "absl/time/clock.h"
+
+namespace genesis::distributed::internal {
+
+WorkState::WorkState(std::string description, Kind kind)
+    : description_(std::move(description)), kind_(kind) {}
+
+WorkState::~WorkState() = default;
+
+bool WorkState::Done() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_ || kind_ == Kind::kCompleted) return done_;
+  }
+  Progress();
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+bool WorkState::WaitUntil(absl::Time deadline) {
+  if (kind_ == Kind::kCompleted) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_) {
+      const absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) return false;
+      // Bounded waits so that an infinite deadline does not overflow the clock.
+      cv_.wait_for(lock, absl::ToChronoMilliseconds(std::min(left, absl::Seconds(1))) +
+                             std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+  // Polled: spin briefly (GPU collectives of small messages take microseconds), then
+  // back off to short sleeps.
+  for (int spins = 0;; ++spins) {
+    if (Done()) return true;
+    if (absl::Now() >= deadline) return false;
+    if (spins < 2000) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+absl::Status WorkState::result() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+void WorkState::Finish(absl::Status status) {
+  std::vector<std::shared_ptr<const void>> released;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    done_ = true;
+    status_ = std::move(status);
+    released.swap(retained_);
+  }
+  cv_.notify_all();
+  // `released` goes here, outside the lock: dropping a storage may return memory to a
+  // pool, which must not run under our mutex.
+}
+
+void WorkState::Retain(std::shared_ptr<const void> object) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!done_) retained_.push_back(std::move(object));
+}
+
+}  // namespace genesis::distributed::internal

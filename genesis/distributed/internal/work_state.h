@@ -1,0 +1,64 @@
+// The shared state behind a Work: how backends complete an operation.
+//
+// A state completes in one of two ways. Completed states are finished by another
+// thread (Gloo's worker) through Finish. Polled states (GPU work) override Progress,
+// which checks once whether the operation has finished (an event query, NCCL's
+// asynchronous error) and calls Finish if so; waiting on them polls.
+#ifndef GENESIS_DISTRIBUTED_INTERNAL_WORK_STATE_H_
+#define GENESIS_DISTRIBUTED_INTERNAL_WORK_STATE_H_
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace genesis::distributed::internal {
+
+class WorkState {
+ public:
+  enum class Kind { kCompleted, kPolled };
+
+  WorkState(std::string description, Kind kind);
+  virtual ~WorkState();
+  WorkState(const WorkState&) = delete;
+  WorkState& operator=(const WorkState&) = delete;
+
+  const std::string& description() const { return description_; }
+
+  // True once finished. For polled states, checks once.
+  bool Done();
+
+  // Blocks until finished or `deadline`; returns whether it finished.
+  bool WaitUntil(absl::Time deadline);
+
+  // How it ended; only meaningful once Done().
+  absl::Status result();
+
+  // Ends the operation with `status` (the first call wins), releases what it kept
+  // alive and wakes the waiters.
+  void Finish(absl::Status status);
+
+  // Keeps `object` alive until the operation has finished (at once if it has).
+  void Retain(std::shared_ptr<const void> object);
+
+ protected:
+  // Polled states: checks whether the operation has finished and calls Finish if so.
+  virtual void Progress() {}
+
+ private:
+  const std::string description_;
+  const Kind kind_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  absl::Status status_;
+  std::vector<std::shared_ptr<const void>> retained_;
+};
+
+}  // namespace genesis::distributed::internal
+
+#endif  // GENESIS_DISTRIBUTED_INTERNAL_WORK_STATE_H_

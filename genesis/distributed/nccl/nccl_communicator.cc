@@ -1,0 +1,482 @@
+#include "genesis/distributed/nccl/nccl_communicator.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "genesis/core/absl_compat.h"
+#include "genesis/core/status.h"
+#include "genesis/cuda/device_guard.h"
+#include "genesis/cuda/internal/check.h"
+#include "genesis/distributed/internal/group_health.h"
+#include "genesis/distributed/internal/work_state.h"
+
+namespace genesis::distributed::nccl_backend {
+namespace {
+
+using internal::WorkState;
+
+absl::Status NcclError(ncclResult_t result, std::string_view call, ncclComm_t comm) {
+  std::string detail;
+  if (comm != nullptr) {
+    const char* last = ncclGetLastError(comm);
+    if (last != nullptr && last[0] != '\0') detail = absl::StrCat(" (", last, ")");
+  }
+  const std::string text =
+      absl::StrCat(ToAbsl(call), ": ", ncclGetErrorString(result), detail);
+  switch (result) {
+    case ncclInvalidArgument:
+    case ncclInvalidUsage: return absl::InvalidArgumentError(text);
+    case ncclRemoteError:
+    case ncclSystemError: return absl::UnavailableError(text);
+    default: return absl::InternalError(text);
+  }
+}
+
+absl::StatusOr<ncclDataType_t> NcclType(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8: return ncclUint8;
+    case DType::kInt8: return ncclInt8;
+    case DType::kInt32: return ncclInt32;
+    case DType::kInt64: return ncclInt64;
+    case DType::kFloat16: return ncclFloat16;
+    case DType::kBFloat16: return ncclBfloat16;
+    case DType::kFloat32: return ncclFloat32;
+    case DType::kFloat64: return ncclFloat64;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "NCCL does not reduce ", ToAbsl(DTypeName(dtype)),
+          " (it reduces uint8, int8, int32, int64, float16, bfloat16, float32, float64)"));
+  }
+}
+
+ncclRedOp_t NcclOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return ncclSum;
+    case ReduceOp::kProd: return ncclProd;
+    case ReduceOp::kMin: return ncclMin;
+    case ReduceOp::kMax: return ncclMax;
+    case ReduceOp::kAvg: return ncclAvg;
+  }
+  return ncclSum;
+}
+
+std::string DescribeBuffer(const Buffer& b) {
+  return absl::StrCat(b.count, " x ", ToAbsl(DTypeName(b.dtype)));
+}
+
+// The NCCL communicator itself, shared by the group and its works (which may outlive
+// the group): destroyed when the last of them goes.
+struct Comm {
+  Comm(GroupInfo info) : info(std::move(info)), health(this->info.Describe()) {}
+  ~Comm() {
+    if (comm == nullptr) return;
+    absl::StatusOr<cuda::DeviceGuard> guard = cuda::DeviceGuard::Create(info.device.index());
+    if (health.failed()) {
+      ncclCommAbort(comm);
+    } else {
+      ncclCommFinalize(comm);
+      if (!WaitAsync("ncclCommFinalize").ok()) {
+        ncclCommAbort(comm);
+        return;
+      }
+      ncclCommDestroy(comm);
+    }
+  }
+
+  // Polls a non-blocking call until it has finished or the group's timeout passed.
+  absl::Status WaitAsync(std::string_view call) {
+    const absl::Time deadline = absl::Now() + info.timeout;
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      ncclResult_t result = ncclCommGetAsyncError(comm, &state);
+      if (result != ncclSuccess) return NcclError(result, "ncclCommGetAsyncError", comm);
+      if (state == ncclSuccess) return absl::OkStatus();
+      if (state != ncclInProgress) return NcclError(state, call, comm);
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            ToAbsl(call), " did not finish within ", absl::FormatDuration(info.timeout)));
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  // The result of a call issued on the communicator: OK once it has been queued.
+  absl::Status Issued(ncclResult_t result, std::string_view call) {
+    if (result == ncclSuccess) return absl::OkStatus();
+    if (result == ncclInProgress) return WaitAsync(call);
+    return NcclError(result, call, comm);
+  }
+
+  // Makes the group unusable with `why` and stops its kernels.
+  void Fail(const absl::Status& why) {
+    if (health.Fail(why)) {
+      std::lock_guard<std::mutex> lock(mu);
+      ncclCommAbort(comm);
+      comm = nullptr;
+    }
+  }
+
+  const GroupInfo info;
+  internal::GroupHealth health;
+  // Serialises calls on `comm` (a communicator is not thread-safe).
+  std::mutex mu;
+  ncclComm_t comm = nullptr;
+};
+
+// An operation in flight: done when its event has completed; failed when NCCL reports
+// an error or the timeout has passed.
+class NcclWorkState final : public WorkState {
+ public:
+  NcclWorkState(std::string description, std::shared_ptr<Comm> comm, cudaEvent_t event)
+      : WorkState(std::move(description), Kind::kPolled),
+        comm_(std::move(comm)),
+        event_(event),
+        deadline_(absl::Now() + comm_->info.timeout) {}
+  ~NcclWorkState() override { cudaEventDestroy(event_); }
+
+ protected:
+  void Progress() override {
+    if (comm_->health.failed()) {
+      Finish(comm_->health.Check());
+      return;
+    }
+    const cudaError_t query = cudaEventQuery(event_);
+    if (query == cudaSuccess) {
+      Finish(absl::OkStatus());
+      return;
+    }
+    if (query != cudaErrorNotReady) {
+      absl::Status error = absl::InternalError(absl::StrCat(
+          description(), " failed: ", cudaGetErrorName(query), ": ", cudaGetErrorString(query)));
+      comm_->Fail(error);
+      Finish(error);
+      return;
+    }
+    absl::Status error;
+    {
+      std::lock_guard<std::mutex> lock(comm_->mu);
+      ncclResult_t state = ncclSuccess;
+      if (comm_->comm != nullptr && ncclCommGetAsyncError(comm_->comm, &state) == ncclSuccess &&
+          state != ncclSuccess && state != ncclInProgress) {
+        error = absl::UnavailableError(absl::StrCat(description(), " failed: ",
+                                                    ncclGetErrorString(state)));
+      }
+    }
+    if (error.ok() && absl::Now() > deadline_) {
+      error = absl::DeadlineExceededError(
+          absl::StrCat(description(), " did not finish within ",
+                       absl::FormatDuration(comm_->info.timeout),
+                       " (a peer died or the ranks called different operations)"));
+    }
+    if (!error.ok()) {
+      comm_->Fail(error);
+      Finish(error);
+    }
+  }
+
+ private:
+  std::shared_ptr<Comm> comm_;
+  cudaEvent_t event_;
+  const absl::Time deadline_;
+};
+
+// Polls the operations in flight, so that a hang becomes an error even when nobody
+// waits for it.
+class Watchdog {
+ public:
+  Watchdog() : thread_([this] { Run(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Watch(std::weak_ptr<WorkState> state) {
+    std::lock_guard<std::mutex> lock(mu_);
+    states_.push_back(std::move(state));
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(5));
+      std::list<std::weak_ptr<WorkState>> states;
+      states.swap(states_);
+      lock.unlock();
+      for (auto it = states.begin(); it != states.end();) {
+        std::shared_ptr<WorkState> state = it->lock();
+        if (state == nullptr || state->Done()) {
+          it = states.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      lock.lock();
+      states_.splice(states_.end(), states);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::list<std::weak_ptr<WorkState>> states_;
+  std::thread thread_;
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  explicit NcclCommunicator(std::shared_ptr<Comm> comm) : comm_(std::move(comm)) {}
+  ~NcclCommunicator() override {
+    if (barrier_buffer_ != nullptr) cudaFree(barrier_buffer_);
+  }
+
+  const GroupInfo& info() const override { return comm_->info; }
+  absl::Status health() const override { return comm_->health.cause(); }
+
+  absl::Status SupportsReduction(DType dtype, ReduceOp op) const override {
+    GENESIS_RETURN_IF_ERROR(CheckReduction(op, dtype));
+    return NcclType(dtype).status();
+  }
+
+  absl::StatusOr<Work> AllReduce(const Buffer& b, ReduceOp op) override {
+    GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
+    return Issue(absl::StrCat("all_reduce of ", DescribeBuffer(b), " (",
+                              ToAbsl(ReduceOpName(op)), ")"),
+                 b.stream, [&](ncclComm_t c) {
+                   return ncclAllReduce(b.data, b.data, b.count, type, NcclOp(op), c, b.stream);
+                 });
+  }
+
+  absl::StatusOr<Work> Broadcast(const Buffer& b, int root) override {
+    return Issue(absl::StrCat("broadcast of ", DescribeBuffer(b), " from rank ", root),
+                 b.stream, [&](ncclComm_t c) {
+                   return ncclBroadcast(b.data, b.data, b.bytes(), ncclUint8, root, c, b.stream);
+                 });
+  }
+
+  absl::StatusOr<Work> Reduce(const Buffer& b, int root, ReduceOp op) override {
+    GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
+    return Issue(absl::StrCat("reduce of ", DescribeBuffer(b), " (", ToAbsl(ReduceOpName(op)),
+                              ") to rank ", root),
+                 b.stream, [&](ncclComm_t c) {
+                   return ncclReduce(b.data, b.data, b.count, type, NcclOp(op), root, c,
+                                     b.stream);
+                 });
+  }
+
+  absl::StatusOr<Work> AllGather(const Buffer& in, const Buffer& out) override {
+    return Issue(absl::StrCat("all_gather of ", DescribeBuffer(in)), in.stream,
+                 [&](ncclComm_t c) {
+                   return ncclAllGather(in.data, out.data, in.bytes(), ncclUint8, c, in.stream);
+                 });
+  }
+
+  absl::StatusOr<Work> ReduceScatter(const Buffer& in, const Buffer& out,
+                                     ReduceOp op) override {
+    GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(in.dtype));
+    return Issue(absl::StrCat("reduce_scatter of ", DescribeBuffer(in), " (",
+                              ToAbsl(ReduceOpName(op)), ")"),
+                 in.stream, [&](ncclComm_t c) {
+                   return ncclReduceScatter(in.data, out.data, out.count, type, NcclOp(op), c,
+                                            in.stream);
+                 });
+  }
+
+  absl::StatusOr<Work> AllToAll(const Buffer& in, const Buffer& out) override {
+    const int n = comm_->info.size;
+    const size_t chunk = in.bytes() / n;
+    return Issue(absl::StrCat("all_to_all of ", DescribeBuffer(in)), in.stream,
+                 [&](ncclComm_t c) {
+                   ncclResult_t r = ncclGroupStart();
+                   for (int peer = 0; peer < n && r == ncclSuccess; ++peer) {
+                     r = ncclSend(static_cast<char*>(in.data) + peer * chunk, chunk, ncclUint8,
+                                  peer, c, in.stream);
+                     if (r == ncclSuccess) {
+                       r = ncclRecv(static_cast<char*>(out.data) + peer * chunk, chunk,
+                                    ncclUint8, peer, c, in.stream);
+                     }
+                   }
+                   const ncclResult_t end = ncclGroupEnd();
+                   return r != ncclSuccess ? r : end;
+                 });
+  }
+
+  absl::StatusOr<Work> SendRecv(absl::Span<const PeerOp> ops) override {
+    std::string what = ops.size() == 1 ? "" : absl::StrCat("batch of ", ops.size(), ": ");
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const PeerOp& op = ops[i];
+      const bool send = op.kind == PeerOp::Kind::kSend;
+      absl::StrAppend(&what, i == 0 ? "" : ", ", send ? "send of " : "recv of ",
+                      DescribeBuffer(op.buffer), send ? " to rank " : " from rank ", op.peer);
+    }
+    CUstream_st* stream = ops.front().buffer.stream;
+    for (const PeerOp& op : ops) {
+      if (op.buffer.stream != stream) {
+        return absl::InvalidArgumentError(
+            "a batch of sends and receives must use storages of one stream");
+      }
+    }
+    return Issue(what, stream, [&](ncclComm_t c) {
+      ncclResult_t r = ncclGroupStart();
+      for (const PeerOp& op : ops) {
+        if (r != ncclSuccess) break;
+        r = op.kind == PeerOp::Kind::kSend
+                ? ncclSend(op.buffer.data, op.buffer.bytes(), ncclUint8, op.peer, c, stream)
+                : ncclRecv(op.buffer.data, op.buffer.bytes(), ncclUint8, op.peer, c, stream);
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      return r != ncclSuccess ? r : end;
+    });
+  }
+
+  absl::StatusOr<Work> Barrier() override {
+    if (barrier_buffer_ == nullptr) {
+      GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
+                               cuda::DeviceGuard::Create(comm_->info.device.index()));
+      GENESIS_CUDA_RETURN_IF_ERROR(cudaMalloc(&barrier_buffer_, sizeof(float)));
+    }
+    return Issue("barrier", nullptr, [&](ncclComm_t c) {
+      return ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, c,
+                           nullptr);
+    });
+  }
+
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(absl::Span<const int> ranks,
+                                                      const std::string& name) override {
+    GENESIS_RETURN_IF_ERROR(comm_->health.Check());
+    int new_rank = -1;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] == comm_->info.rank) new_rank = static_cast<int>(i);
+    }
+    GroupInfo info = comm_->info;
+    info.name = absl::StrCat(comm_->info.name, "/", name);
+    info.rank = std::max(new_rank, 0);
+    info.size = static_cast<int>(ranks.size());
+    auto sub = std::make_shared<Comm>(info);
+    GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
+                             cuda::DeviceGuard::Create(comm_->info.device.index()));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    {
+      std::lock_guard<std::mutex> lock(comm_->mu);
+      ncclResult_t r = ncclCommSplit(comm_->comm, new_rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
+                                     comm_->info.rank, &sub->comm, &config);
+      absl::Status issued = r == ncclSuccess || r == ncclInProgress
+                                ? absl::OkStatus()
+                                : NcclError(r, "ncclCommSplit", comm_->comm);
+      if (!issued.ok()) {
+        comm_->health.Fail(issued);
+        return issued;
+      }
+    }
+    if (new_rank < 0) return std::unique_ptr<Communicator>();
+    GENESIS_RETURN_IF_ERROR(sub->WaitAsync("ncclCommSplit"));
+    return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(sub)));
+  }
+
+  void Abort(const absl::Status& why) override { comm_->Fail(why); }
+
+ private:
+  // Issues `call` on the communicator (under its lock, on its device) and returns a
+  // Work that completes with the stream's work.
+  template <typename Call>
+  absl::StatusOr<Work> Issue(const std::string& what, CUstream_st* stream, Call&& call) {
+    GENESIS_RETURN_IF_ERROR(comm_->health.Check());
+    const std::string description = absl::StrCat(what, " in ", comm_->info.Describe());
+    GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
+                             cuda::DeviceGuard::Create(comm_->info.device.index()));
+    cudaEvent_t event = nullptr;
+    GENESIS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    absl::Status issued;
+    {
+      std::lock_guard<std::mutex> lock(comm_->mu);
+      if (comm_->comm == nullptr) {
+        issued = comm_->health.Check();
+      } else {
+        issued = comm_->Issued(call(comm_->comm), description);
+      }
+    }
+    if (issued.ok()) issued = cuda::CudaStatus(cudaEventRecord(event, stream),
+                                                         "cudaEventRecord");
+    if (!issued.ok()) {
+      cudaEventDestroy(event);
+      absl::Status error(issued.code(), absl::StrCat(description, " failed: ", issued.message()));
+      comm_->Fail(error);
+      return error;
+    }
+    auto state = std::make_shared<NcclWorkState>(description, comm_, event);
+    Watchdogs().Watch(state);
+    return Work(state);
+  }
+
+  static Watchdog& Watchdogs() {
+    static Watchdog* watchdog = new Watchdog();  // Never destroyed: works may outlive main.
+    return *watchdog;
+  }
+
+  std::shared_ptr<Comm> comm_;
+  void* barrier_buffer_ = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<char>> NewUniqueId() {
+  ncclUniqueId id;
+  ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) return NcclError(r, "ncclGetUniqueId", nullptr);
+  static_assert(sizeof(id.internal) == kUniqueIdBytes);
+  return std::vector<char>(id.internal, id.internal + kUniqueIdBytes);
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
+                                                          absl::Span<const char> unique_id) {
+  if (!info.device.is_cuda()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an NCCL group works on a GPU, not ", info.device.ToString()));
+  }
+  if (unique_id.size() != kUniqueIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("NCCL unique id of ", unique_id.size(),
+                                                   " bytes, expected ", kUniqueIdBytes));
+  }
+  GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
+                           cuda::DeviceGuard::Create(info.device.index()));
+  ncclUniqueId id;
+  std::memcpy(id.internal, unique_id.data(), kUniqueIdBytes);
+  auto comm = std::make_shared<Comm>(info);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclResult_t r = ncclCommInitRankConfig(&comm->comm, info.size, id, info.rank, &config);
+  absl::Status status = r == ncclSuccess || r == ncclInProgress
+                            ? comm->WaitAsync("ncclCommInitRankConfig")
+                            : NcclError(r, "ncclCommInitRankConfig", nullptr);
+  if (!status.ok()) {
+    absl::Status error(status.code(), absl::StrCat("cannot create ", info.Describe(), " on ",
+                                                   info.device.ToString(), ": ",
+                                                   status.message()));
+    comm->Fail(error);
+    return error;
+  }
+  return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(comm)));
+}
+
+absl::StatusOr<std::string> NcclVersion() {
+  int version = 0;
+  ncclResult_t r = ncclGetVersion(&version);
+  if (r != ncclSuccess) return NcclError(r, "ncclGetVersion", nullptr);
+  return absl::StrCat(version / 10000, ".", version / 100 % 100, ".", version % 100);
+}
+
+}  // namespace genesis::distributed::nccl_backend

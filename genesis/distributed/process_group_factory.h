@@ -1,0 +1,80 @@
+// Making process groups: from a launcher's environment (torchrun, Slurm), or explicitly
+// from a rank, a world size and a store or NCCL unique id.
+//
+//   // Under `torchrun --no-python --nproc_per_node=2 ./train`:
+//   GENESIS_ASSIGN_OR_RETURN(auto gpus, ProcessGroupFromEnvironment(Backend::kNccl));
+//   GENESIS_ASSIGN_OR_RETURN(auto cpus, ProcessGroupFromEnvironment(Backend::kGloo));
+//
+// NCCL groups from the environment bootstrap through NCCL itself: NCCL_COMM_ID is set to
+// MASTER_ADDR:(MASTER_PORT + 1) (GENESIS_NCCL_PORT overrides the port; an NCCL_COMM_ID
+// already set is kept), where rank 0 serves NCCL's bootstrap; torchrun's own store
+// keeps MASTER_PORT. The GPU is cuda:LOCAL_RANK. Gloo groups from the environment meet
+// in a file store: GENESIS_STORE_DIR, or, when every rank is on this host, a directory
+// under /tmp named after the run id and master address (ranks on several hosts need
+// GENESIS_STORE_DIR on a shared file system). GENESIS_DISTRIBUTED_TIMEOUT (seconds)
+// overrides GroupOptions::timeout.
+//
+// An engine that has its own channel (or runs beside PyTorch) makes the NCCL id itself
+// (NewNcclUniqueId on rank 0), hands the bytes to every rank, and calls
+// CreateNcclGroup(rank, size, device, id).
+#ifndef GENESIS_DISTRIBUTED_PROCESS_GROUP_FACTORY_H_
+#define GENESIS_DISTRIBUTED_PROCESS_GROUP_FACTORY_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "genesis/core/device.h"
+#include "genesis/distributed/launch_env.h"
+#include "genesis/distributed/process_group.h"
+#include "genesis/distributed/store.h"
+
+namespace genesis::distributed {
+
+enum class Backend { kGloo, kNccl };
+
+struct GroupOptions {
+  // Names the group in errors and keys its rendezvous in a store.
+  std::string name = "world";
+  // An operation (or the group's creation) not finished after this long fails, and
+  // the group is then unusable.
+  absl::Duration timeout = absl::Minutes(10);
+  // Gloo: the address this rank listens on. Empty: 127.0.0.1 when every rank is on
+  // one host (or for explicit groups), else this host's name.
+  std::string gloo_hostname;
+};
+
+// A Gloo group (CPU storages) of `size` ranks meeting through `store`. InvalidArgument
+// for a size below 1 or a rank outside [0, size); DeadlineExceeded if the other ranks
+// do not join within the timeout.
+absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateGlooGroup(
+    int rank, int size, std::shared_ptr<Store> store, const GroupOptions& options = {});
+
+// A new NCCL unique id (on one rank; hand its bytes to the others).
+// FailedPrecondition in a build without NCCL.
+absl::StatusOr<std::vector<char>> NewNcclUniqueId();
+
+// An NCCL group on GPU `device` from the unique id every rank was given.
+absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateNcclGroup(
+    int rank, int size, Device device, absl::Span<const char> unique_id,
+    const GroupOptions& options = {});
+
+// The same, rank 0 making the id and the others reading it from `store`.
+absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateNcclGroup(
+    int rank, int size, Device device, Store& store, const GroupOptions& options = {});
+
+// The world group of a job started by torchrun or Slurm (launch_env.h), for `backend`.
+absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroupFromEnvironment(
+    Backend backend, const GroupOptions& options = {});
+
+// The same from a parsed environment and a variable lookup (for tests).
+absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroupFromEnvironment(
+    Backend backend, const LaunchEnv& env, const EnvLookup& lookup,
+    const GroupOptions& options = {});
+
+}  // namespace genesis::distributed
+
+#endif  // GENESIS_DISTRIBUTED_PROCESS_GROUP_FACTORY_H_

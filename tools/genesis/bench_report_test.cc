@@ -1,0 +1,149 @@
+#include "tools/genesis/bench_report.h"
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/genesis/bench_results.h"
+
+namespace genesis::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+BenchReportInput Input() {
+  BenchReportInput in;
+  in.command = "genesis bench --quick";
+  in.date = "2026-11-24T17:00:00Z";
+  in.repetitions = 3;
+  in.min_time = 0.02;
+  in.machine_text = "host: 2 CPUs\n";
+  in.suites = {"alloc", "collectives"};
+  in.runs.push_back({"alloc_cpu", "ran", "", "cpu", "raw/alloc_cpu.json", 1.5});
+  in.runs.push_back({"alloc_cuda", "skipped", "no GPU: none here", "", "", 0});
+  in.files["alloc_cpu"] =
+      ReadBenchFile("tools/genesis/testdata/bench/run_a/raw/alloc_cpu.json").value();
+  return in;
+}
+
+const PairRow* RowFor(const std::vector<PairRow>& rows, const std::string& figure,
+                      const std::string& baseline) {
+  for (const PairRow& r : rows) {
+    if (r.pair->figure == figure && r.pair->baseline == baseline) return &r;
+  }
+  return nullptr;
+}
+
+TEST(BenchReportTest, RatiosAndTargets) {
+  const std::vector<PairRow> rows = ComputeRows(Input());
+  const PairRow* vs_malloc = RowFor(rows, "BM_HostPool/512/real_time/threads:1",
+                                    "BM_Malloc/512/real_time/threads:1");
+  ASSERT_NE(vs_malloc, nullptr);
+  EXPECT_DOUBLE_EQ(vs_malloc->ratio, 10.0 / 50.0);
+  EXPECT_EQ(vs_malloc->figure_text, "50.0 ns");
+  EXPECT_EQ(vs_malloc->met, "");
+  const PairRow* threads = RowFor(rows, "BM_HostPool/512/real_time/threads:16",
+                                  "BM_HostPool/512/real_time/threads:1");
+  ASSERT_NE(threads, nullptr);
+  EXPECT_DOUBLE_EQ(threads->ratio, 10.0);
+  EXPECT_EQ(threads->met, "yes");
+  const PairRow* big = RowFor(rows, "BM_HostPool/33554432/real_time/threads:1",
+                              "BM_Malloc/33554432/real_time/threads:1");
+  ASSERT_NE(big, nullptr);
+  EXPECT_DOUBLE_EQ(big->ratio, 18200.0 / 40.0);
+  EXPECT_EQ(big->baseline_text, "18.2 us");
+}
+
+TEST(BenchReportTest, FailedBaselineIsReportedNotFatal) {
+  const std::vector<PairRow> rows = ComputeRows(Input());
+  const PairRow* r = RowFor(rows, "BM_HostPool/512/real_time/threads:16",
+                            "BM_Malloc/512/real_time/threads:16");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->baseline_text, "failed: malloc failed (test fixture)");
+  EXPECT_EQ(r->ratio, 0);
+  const PairRow* missing = RowFor(rows, "BM_HostPool/65536/real_time/threads:1",
+                                  "BM_Malloc/65536/real_time/threads:1");
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->figure_text, "not measured");
+}
+
+// Every table row has as many cells as its header: the tables render on GitHub.
+TEST(BenchReportTest, MarkdownTablesParse) {
+  const BenchReportInput in = Input();
+  const std::string md = RenderReport(in, ComputeRows(in));
+  int tables = 0;
+  size_t header_cells = 0;
+  bool in_table = false;
+  for (absl::string_view line : absl::StrSplit(md, '\n')) {
+    if (line.empty() || line[0] != '|') {
+      in_table = false;
+      continue;
+    }
+    size_t cells = 0;
+    for (size_t i = 0; i < line.size(); ++i) cells += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    if (!in_table) {
+      in_table = true;
+      header_cells = cells;
+      ++tables;
+    }
+    EXPECT_EQ(cells, header_cells) << line;
+  }
+  EXPECT_EQ(tables, 2);  // Summary and alloc.
+  EXPECT_THAT(md, HasSubstr("| alloc | partly run | cpu |"));
+  EXPECT_THAT(md, HasSubstr("| host pool, 512 B, 16 threads (throughput) | 5.00 ns | the same, "
+                            "1 thread | 50.0 ns | 10.0x | >= 8x | yes |"));
+  EXPECT_THAT(md, HasSubstr("- alloc_cuda (benchmarks/memory:allocator_cuda_benchmark): "
+                            "skipped: no GPU: none here"));
+  EXPECT_THAT(md, HasSubstr("- collectives: skipped: not built yet"));
+  EXPECT_THAT(md, HasSubstr("## Machine\n\n```\nhost: 2 CPUs\n```"));
+  EXPECT_THAT(md, HasSubstr("[`raw/alloc_cpu.json`](raw/alloc_cpu.json)"));
+}
+
+TEST(BenchReportTest, PlotsSkippedSaysWhy) {
+  BenchReportInput in = Input();
+  in.plots_skipped = "matplotlib is not installed";
+  EXPECT_THAT(RenderReport(in, ComputeRows(in)),
+              HasSubstr("Plots skipped: matplotlib is not installed"));
+  in.plots_skipped = "";
+  in.plots = {"plots/alloc_cpu.png"};
+  const std::string md = RenderReport(in, ComputeRows(in));
+  EXPECT_THAT(md, HasSubstr("![plots/alloc_cpu.png](plots/alloc_cpu.png)"));
+  EXPECT_THAT(md, Not(HasSubstr("Plots skipped")));
+}
+
+TEST(BenchReportTest, PlotSpecHasAllocationBySizeAndThreads) {
+  const nlohmann::json spec = PlotSpec(Input());
+  ASSERT_EQ(spec["plots"].size(), 1u);
+  const nlohmann::json& p = spec["plots"][0];
+  EXPECT_EQ(p["file"], "alloc_cpu.png");
+  EXPECT_EQ(p["kind"], "lines");
+  // Pool and malloc at 1 and 16 threads (malloc's 16-thread row failed: no points).
+  ASSERT_EQ(p["series"].size(), 3u);
+  EXPECT_EQ(p["series"][0]["label"], "genesis host pool, 1 thread");
+  EXPECT_EQ(p["series"][0]["x"], nlohmann::json({512, 33554432}));
+  EXPECT_EQ(p["series"][0]["y"], nlohmann::json({50.0, 40.0}));
+}
+
+TEST(BenchReportTest, JsonSummary) {
+  const BenchReportInput in = Input();
+  const nlohmann::json j = ReportJson(in, ComputeRows(in));
+  EXPECT_EQ(j["suites"][0]["name"], "alloc");
+  EXPECT_EQ(j["suites"][1]["reason"], "not built yet");
+  EXPECT_EQ(j["runs"][1]["status"], "skipped");
+  EXPECT_GT(j["rows"].size(), 4u);
+}
+
+TEST(BenchReportTest, Units) {
+  EXPECT_EQ(FormatNs(31.24), "31.2 ns");
+  EXPECT_EQ(FormatNs(1410), "1.41 us");
+  EXPECT_EQ(FormatNs(36.5e6), "36.5 ms");
+  EXPECT_EQ(FormatRate(51.44e9), "51.4 GB/s");
+  EXPECT_EQ(FormatRate(2.51e12), "2.51 TB/s");
+}
+
+}  // namespace
+}  // namespace genesis::cli

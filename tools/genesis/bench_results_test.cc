@@ -1,0 +1,58 @@
+#include "tools/genesis/bench_results.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace genesis::cli {
+namespace {
+
+using ::testing::DoubleNear;
+using ::testing::HasSubstr;
+
+constexpr char kRunA[] = "tools/genesis/testdata/bench/run_a/raw/alloc_cpu.json";
+
+TEST(BenchResultsTest, MediansFromRepetitions) {
+  const BenchFile f = ReadBenchFile(kRunA).value();
+  EXPECT_EQ(f.context["host_name"], "buildhost");
+  const BenchResult& pool = f.results.at("BM_HostPool/512/real_time/threads:1");
+  EXPECT_DOUBLE_EQ(pool.time_ns, 50);
+  EXPECT_EQ(pool.repetitions, 3);
+  EXPECT_THAT(pool.cv, DoubleNear(0.02, 0.001));
+  EXPECT_TRUE(pool.error.empty());
+}
+
+TEST(BenchResultsTest, TimeUnitsBecomeNanoseconds) {
+  const BenchFile f = ReadBenchFile(kRunA).value();
+  EXPECT_DOUBLE_EQ(f.results.at("BM_Malloc/33554432/real_time/threads:1").time_ns, 18200);
+}
+
+TEST(BenchResultsTest, FailedBenchmarkKeepsItsMessage) {
+  const BenchFile f = ReadBenchFile(kRunA).value();
+  EXPECT_EQ(f.results.at("BM_Malloc/512/real_time/threads:16").error,
+            "malloc failed (test fixture)");
+}
+
+TEST(BenchResultsTest, AggregatesAloneAreEnough) {
+  const std::string text = R"({"context": {}, "benchmarks": [
+    {"name": "BM_X_median", "run_name": "BM_X", "run_type": "aggregate",
+     "aggregate_name": "median", "real_time": 2.5, "time_unit": "us", "bytes_per_second": 7},
+    {"name": "BM_X_cv", "run_name": "BM_X", "run_type": "aggregate",
+     "aggregate_name": "cv", "aggregate_unit": "percentage", "real_time": 0.1}]})";
+  const BenchFile f = ParseBenchFile(text, "x.json").value();
+  EXPECT_DOUBLE_EQ(f.results.at("BM_X").time_ns, 2500);
+  EXPECT_DOUBLE_EQ(f.results.at("BM_X").bytes_per_second, 7);
+  EXPECT_DOUBLE_EQ(f.results.at("BM_X").cv, 0.1);
+}
+
+TEST(BenchResultsTest, RejectsOtherText) {
+  const auto r = ParseBenchFile("{\"rows\": []}", "summary.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("summary.json"));
+  EXPECT_FALSE(ParseBenchFile("not json", "x").ok());
+  EXPECT_EQ(ReadBenchFile("no/such/file.json").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace genesis::cli

@@ -1,0 +1,82 @@
+#include "tools/genesis/bench_suites.h"
+
+#include <set>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace genesis::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(BenchSuitesTest, ParsesSuiteLists) {
+  EXPECT_THAT(ParseSuiteList("copy,alloc").value(), ElementsAre("alloc", "copy"));
+  EXPECT_THAT(ParseSuiteList(" alloc , alloc ").value(), ElementsAre("alloc"));
+  EXPECT_EQ(ParseSuiteList("all").value().size(), BenchSuites().size());
+  EXPECT_EQ(ParseSuiteList("").value().size(), BenchSuites().size());
+}
+
+TEST(BenchSuitesTest, UnknownSuiteIsNamed) {
+  const auto r = ParseSuiteList("alloc,bogus");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("unknown suite 'bogus'"));
+  EXPECT_THAT(r.status().message(), HasSubstr("alloc, copy"));
+}
+
+TEST(BenchSuitesTest, CollectivesIsAHookNotBuiltYet) {
+  bool found = false;
+  for (const BenchSuite& s : BenchSuites()) {
+    if (s.name != "collectives") continue;
+    found = true;
+    EXPECT_EQ(s.not_built_reason, "not built yet");
+    EXPECT_TRUE(RunsOfSuite("collectives").empty());
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(BenchSuitesTest, CatalogIsConsistent) {
+  std::set<std::string> ids, suites;
+  for (const BenchSuite& s : BenchSuites()) suites.insert(s.name);
+  for (const BenchRun& r : BenchRuns()) {
+    EXPECT_TRUE(ids.insert(r.id).second) << "duplicate run id " << r.id;
+    EXPECT_TRUE(suites.count(r.suite)) << r.id;
+  }
+  for (const BenchSuite& s : BenchSuites()) {
+    EXPECT_NE(RunsOfSuite(s.name).empty(), s.not_built_reason.empty()) << s.name;
+  }
+  for (const BenchPair& p : BenchPairs()) {
+    EXPECT_NE(FindRun(p.run_id), nullptr) << p.label;
+    EXPECT_NE(p.figure, p.baseline) << p.label;
+    EXPECT_FALSE(p.label.empty());
+  }
+}
+
+TEST(BenchSuitesTest, ReadmeTargetsAreThere) {
+  bool pool_vs_async = false, threads = false;
+  for (const BenchPair& p : BenchPairs()) {
+    if (p.figure == "BM_DevicePool/512/real_time/threads:1" &&
+        p.baseline == "BM_CudaMallocAsync/512/real_time/threads:1") {
+      pool_vs_async = p.target == 12;
+    }
+    if (p.figure == "BM_HostPool/512/real_time/threads:16" &&
+        p.baseline == "BM_HostPool/512/real_time/threads:1") {
+      threads = p.target == 8;
+    }
+  }
+  EXPECT_TRUE(pool_vs_async);
+  EXPECT_TRUE(threads);
+}
+
+TEST(BenchSuitesTest, PeerMatrixCoversEightGpus) {
+  int pairs = 0;
+  for (const BenchPair& p : BenchPairs()) {
+    if (p.run_id == "peer_matrix_cuda" && p.metric == BenchMetric::kBandwidth) ++pairs;
+  }
+  EXPECT_EQ(pairs, 8 * 7);
+}
+
+}  // namespace
+}  // namespace genesis::cli

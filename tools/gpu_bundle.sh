@@ -3,7 +3,8 @@
 # libstdc++/libgcc/abseil/cudart linked statically) and packs them, with the one shared
 # library such a machine lacks (Debian's libbenchmark), into gpu_bundle/ (git-ignored).
 # There, `gpu_bundle/run_gpu_tests.sh` runs every GPU test and ends with
-# "N passed, N failed". NCCL is not packed (it is large): the machine's own is used.
+# "N passed, N failed", and `gpu_bundle/genesis bench --out=DIR` runs the benchmark suite.
+# NCCL is not packed (it is large): the machine's own is used.
 # The folder is packed into gpu_bundle.tgz (git-ignored), which is what travels: unpack
 # it there with `tar xzf gpu_bundle.tgz`.
 # It also holds dlpack/: the DLPack C ABI as a shared library and the PyTorch round trip
@@ -33,6 +34,11 @@ for b in $benchmarks; do copy "$b" "$out/benchmarks"; done
 cp -L "$(bazel info output_base)/external/com_github_google_benchmark/lib/libbenchmark.so" \
   "$out/libbenchmark.so.1debian"
 install -m 755 tools/run_gpu_tests.sh "$out/run_gpu_tests.sh"
+# What `gpu_bundle/genesis bench` needs beside the benchmarks: the plot script and the
+# traces of the replay suite (tools/genesis/bench_runner.h: the bundle layout).
+install -m 755 tools/genesis/bench_plots.py "$out/bench_plots.py"
+mkdir -p "$out/traces"
+cp traces/*.trace.gz "$out/traces/"
 
 # The DLPack C ABI for Python (tools/dlpack/torch_roundtrip.py), with the shared abseil
 # libraries it links (Debian's; the GPU machines have none).

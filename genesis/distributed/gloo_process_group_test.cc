@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "genesis/core/dtype.h"
+#include "genesis/distributed/bucketed.h"
 #include "genesis/distributed/process_group.h"
 #include "genesis/distributed/process_group_factory.h"
 #include "genesis/distributed/store.h"
@@ -265,6 +266,37 @@ TEST(GlooGroupTest, SplitIntoSubGroups) {
     ASSIGN_OR_TEXT(w, odd->AllReduce(s, ReduceOp::kSum));
     RETURN_IF_BAD(w.Wait());
     return Check(s, [](int64_t) { return 4; }, "all_reduce in the sub-group");
+  });
+}
+
+// ---- Bucketed collectives: many storages, packed or as views of one buffer.
+
+TEST(GlooGroupTest, BucketedAllReduceAndBroadcast) {
+  RunGroup(3, [](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    // 200 gradients of uneven sizes, two dtypes, in buckets of 4 KiB.
+    std::vector<Storage> grads;
+    for (int k = 0; k < 200; ++k) {
+      const DType dtype = k % 7 == 0 ? DType::kBFloat16 : DType::kFloat32;
+      ASSIGN_OR_TEXT(g, Filled(1 + (k * 37) % 300, dtype, [&](int64_t i) { return r + k % 5 + i % 4; }));
+      grads.push_back(g);
+    }
+    // And 3 views of one flat buffer, reduced in place.
+    ASSIGN_OR_TEXT(flat, Filled(90, DType::kFloat32, [&](int64_t i) { return r * i; }));
+    for (int k = 0; k < 3; ++k) {
+      ASSIGN_OR_TEXT(view, flat.Slice(0, 30 * k, 30 * (k + 1)));
+      grads.push_back(view);
+    }
+    ASSIGN_OR_TEXT(work, BucketedAllReduce(group, grads, ReduceOp::kSum, {.bucket_bytes = 4096}));
+    RETURN_IF_BAD(work.Wait());
+    for (int k = 0; k < 200; ++k) {
+      RETURN_IF_TEXT(Check(grads[k], [&](int64_t i) { return 3 + 3 * (k % 5) + 3 * (i % 4); },
+                           absl::StrCat("gradient ", k)));
+    }
+    RETURN_IF_TEXT(Check(flat, [](int64_t i) { return 3.0 * i; }, "flat gradients"));
+    ASSIGN_OR_TEXT(bw, BucketedBroadcast(group, grads, 2, {.bucket_bytes = 1000}));
+    RETURN_IF_BAD(bw.Wait());
+    return "";
   });
 }
 

@@ -1,0 +1,48 @@
+// Planning buckets for collectives of many storages (gradients): which storages share
+// one collective.
+//
+// PyTorch's DDP packs gradients into buckets of 25 MiB (its users find that small for
+// large models, so here it is a setting) and runs one all_reduce per bucket. The plan
+// keeps the storages' order (the order gradients become ready in); a bucket holds
+// consecutive storages of one dtype, device and stream, up to `bucket_bytes` (a storage
+// larger than that gets a bucket of its own). A bucket whose storages lie back to back
+// in one buffer, as gradients kept as views of one flat buffer do, is `in_place`: its
+// collective runs on that memory and nothing is copied.
+#ifndef GENESIS_DISTRIBUTED_BUCKET_PLAN_H_
+#define GENESIS_DISTRIBUTED_BUCKET_PLAN_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "genesis/core/dtype.h"
+#include "genesis/storage/storage.h"
+
+namespace genesis::distributed {
+
+struct BucketOptions {
+  // The most bytes of one bucket; at least 1.
+  size_t bucket_bytes = size_t{25} << 20;
+  // The first bucket's limit (DDP uses 1 MiB, so that communication starts early);
+  // 0: the same as bucket_bytes.
+  size_t first_bucket_bytes = 0;
+};
+
+struct Bucket {
+  // Indices of the bucket's storages, ascending.
+  std::vector<size_t> members;
+  DType dtype = DType::kFloat32;
+  size_t bytes = 0;
+  // The members are back to back in one buffer: no packing.
+  bool in_place = false;
+};
+
+// Buckets for `storages`, in order. InvalidArgument (naming the index) for an undefined
+// or non-contiguous storage, or a bucket_bytes of 0.
+absl::StatusOr<std::vector<Bucket>> PlanBuckets(absl::Span<const storage::Storage> storages,
+                                                const BucketOptions& options = {});
+
+}  // namespace genesis::distributed
+
+#endif  // GENESIS_DISTRIBUTED_BUCKET_PLAN_H_

@@ -1,0 +1,77 @@
+#include "genesis/distributed/bucket_plan.h"
+
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+
+namespace genesis::distributed {
+namespace {
+
+using storage::Storage;
+
+Storage Floats(int64_t n) { return *storage::Zeros({n}, DType::kFloat32, Device::Cpu()); }
+
+std::vector<std::vector<size_t>> Members(const std::vector<Bucket>& buckets) {
+  std::vector<std::vector<size_t>> out;
+  for (const Bucket& b : buckets) out.push_back(b.members);
+  return out;
+}
+
+TEST(BucketPlanTest, FillsBucketsInOrderUpToTheLimit) {
+  // 400, 400, 400, 2000 and 100 bytes with 1000-byte buckets.
+  std::vector<Storage> s = {Floats(100), Floats(100), Floats(100), Floats(500), Floats(25)};
+  auto plan = PlanBuckets(s, {.bucket_bytes = 1000});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Members(*plan), (std::vector<std::vector<size_t>>{{0, 1}, {2}, {3}, {4}}));
+  EXPECT_EQ((*plan)[0].bytes, 800u);
+  EXPECT_EQ((*plan)[2].bytes, 2000u);  // Larger than a bucket: alone.
+  EXPECT_FALSE((*plan)[0].in_place);   // Separate allocations are packed.
+}
+
+TEST(BucketPlanTest, FirstBucketMayBeSmaller) {
+  std::vector<Storage> s(6, Floats(100));
+  for (Storage& x : s) x = Floats(100);
+  auto plan = PlanBuckets(s, {.bucket_bytes = 1200, .first_bucket_bytes = 400});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Members(*plan), (std::vector<std::vector<size_t>>{{0}, {1, 2, 3}, {4, 5}}));
+}
+
+TEST(BucketPlanTest, DTypesDoNotShareABucket) {
+  std::vector<Storage> s = {Floats(10), *storage::Zeros({10}, DType::kBFloat16, Device::Cpu()),
+                            Floats(10)};
+  auto plan = PlanBuckets(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->size(), 3u);
+  EXPECT_EQ((*plan)[1].dtype, DType::kBFloat16);
+}
+
+TEST(BucketPlanTest, ViewsOfOneFlatBufferNeedNoCopies) {
+  Storage flat = Floats(1000);
+  std::vector<Storage> grads = {*flat.Slice(0, 0, 300), *flat.Slice(0, 300, 700),
+                                *flat.Slice(0, 700, 1000)};
+  auto plan = PlanBuckets(grads);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_TRUE((*plan)[0].in_place);
+  // A gap breaks it.
+  std::vector<Storage> gaps = {*flat.Slice(0, 0, 300), *flat.Slice(0, 400, 700)};
+  plan = PlanBuckets(gaps);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE((*plan)[0].in_place);
+}
+
+TEST(BucketPlanTest, BadInputIsNamed) {
+  Storage m = *storage::Zeros({4, 4}, DType::kFloat32, Device::Cpu());
+  std::vector<Storage> s = {Floats(4), *m.Transpose(0, 1)};
+  absl::Status status = PlanBuckets(s).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(status.message(), "storage 1")) << status;
+  s = {Storage()};
+  EXPECT_TRUE(absl::StrContains(PlanBuckets(s).status().message(), "storage 0 is undefined"));
+  EXPECT_EQ(PlanBuckets({}, {.bucket_bytes = 0}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace genesis::distributed

@@ -1,0 +1,41 @@
+// Collectives of many storages at once, one collective per bucket (bucket_plan.h): the
+// gradients of data-parallel training.
+//
+//   std::vector<Storage> grads = ...;       // 1,000 gradients of 4 KiB to 4 MiB
+//   GENESIS_ASSIGN_OR_RETURN(Work work, BucketedAllReduce(*world, grads, ReduceOp::kAvg));
+//   GENESIS_RETURN_IF_ERROR(work.Wait());
+//
+// Storages of a bucket are packed into one buffer with the batch copier (the fused copy
+// kernel on a GPU, memcpy on the CPU), reduced with one collective, and unpacked; a
+// bucket that is already one buffer (gradients as views of a flat buffer) goes without
+// copies. Buckets overlap: bucket k's collective runs while bucket k + 1 is packed.
+//
+// GPU groups: everything is queued on the storages' stream, and the Work finishes with
+// the last collective, the unpacking copies following it on that stream. CPU groups:
+// the call returns once every bucket is reduced and unpacked.
+#ifndef GENESIS_DISTRIBUTED_BUCKETED_H_
+#define GENESIS_DISTRIBUTED_BUCKETED_H_
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "genesis/distributed/bucket_plan.h"
+#include "genesis/distributed/process_group.h"
+#include "genesis/distributed/work.h"
+#include "genesis/storage/storage.h"
+
+namespace genesis::distributed {
+
+// all_reduce of every storage. Errors: PlanBuckets's, and the group's (naming the
+// bucket's first storage).
+absl::StatusOr<Work> BucketedAllReduce(ProcessGroup& group,
+                                       absl::Span<const storage::Storage> storages,
+                                       ReduceOp op, const BucketOptions& options = {});
+
+// broadcast of every storage from `root`.
+absl::StatusOr<Work> BucketedBroadcast(ProcessGroup& group,
+                                       absl::Span<const storage::Storage> storages, int root,
+                                       const BucketOptions& options = {});
+
+}  // namespace genesis::distributed
+
+#endif  // GENESIS_DISTRIBUTED_BUCKETED_H_

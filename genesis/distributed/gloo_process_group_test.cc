@@ -18,6 +18,7 @@
 #include "genesis/distributed/process_group.h"
 #include "genesis/distributed/process_group_factory.h"
 #include "genesis/distributed/store.h"
+#include "genesis/distributed/testing/collective_checks.h"
 #include "genesis/distributed/testing/multi_process.h"
 #include "genesis/storage/storage.h"
 #include "gtest/gtest.h"
@@ -26,6 +27,10 @@ namespace genesis::distributed {
 namespace {
 
 using storage::Storage;
+using testing::Check;
+using testing::Contribution;
+using testing::Expected;
+using testing::Filled;
 using testing::FreshDirectory;
 using testing::RankOutcome;
 using testing::RunRanks;
@@ -53,81 +58,6 @@ void RunGroup(int n, const std::function<std::string(ProcessGroup&)>& body,
   for (const RankOutcome& o : outcomes) EXPECT_TRUE(o.ok()) << o.Describe();
 }
 
-// The value rank `rank` contributes at element i for reduction `op`: small integers,
-// so every dtype holds every result exactly.
-double Contribution(ReduceOp op, int rank, int64_t i) {
-  switch (op) {
-    case ReduceOp::kProd: return 1 + (i + rank) % 2;
-    case ReduceOp::kMin:
-    case ReduceOp::kMax: return (rank * 7 + i) % 11;
-    default: return (rank + 1) * (i % 3 + 1);
-  }
-}
-
-double Expected(ReduceOp op, DType dtype, int size, int64_t i) {
-  double r = Contribution(op, 0, i);
-  for (int rank = 1; rank < size; ++rank) {
-    const double v = Contribution(op, rank, i);
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg: r += v; break;
-      case ReduceOp::kProd: r *= v; break;
-      case ReduceOp::kMin: r = std::min(r, v); break;
-      case ReduceOp::kMax: r = std::max(r, v); break;
-    }
-  }
-  if (dtype == DType::kBool) {
-    // bool: a value is true where non-zero; sum/max are "or", prod/min are "and".
-    bool acc = Contribution(op, 0, i) != 0;
-    for (int rank = 1; rank < size; ++rank) {
-      const bool v = Contribution(op, rank, i) != 0;
-      acc = (op == ReduceOp::kProd || op == ReduceOp::kMin) ? (acc && v) : (acc || v);
-    }
-    return acc ? 1 : 0;
-  }
-  return op == ReduceOp::kAvg ? r / size : r;
-}
-
-absl::StatusOr<Storage> Filled(int64_t n, DType dtype, const std::function<double(int64_t)>& f) {
-  std::vector<double> values(n);
-  for (int64_t i = 0; i < n; ++i) values[i] = f(i);
-  GENESIS_ASSIGN_OR_RETURN(Storage s, storage::CreateStorage<double>(values, Device::Cpu()));
-  return s.To(dtype);
-}
-
-// "" if `s` holds f(i) at every i, else the first difference.
-std::string Check(const Storage& s, const std::function<double(int64_t)>& f,
-                  const std::string& what) {
-  absl::StatusOr<Storage> wide = s.To(DType::kFloat64);
-  if (!wide.ok()) return std::string(wide.status().message());
-  absl::StatusOr<std::vector<double>> values = wide->ToVector<double>();
-  if (!values.ok()) return std::string(values.status().message());
-  for (size_t i = 0; i < values->size(); ++i) {
-    const double want = f(static_cast<int64_t>(i));
-    if (std::abs((*values)[i] - want) > 1e-6 * std::max(1.0, std::abs(want))) {
-      return absl::StrCat(what, ": element ", i, " is ", (*values)[i], ", expected ", want);
-    }
-  }
-  return "";
-}
-
-#define RETURN_IF_TEXT(expr)           \
-  do {                                 \
-    std::string _text = (expr);        \
-    if (!_text.empty()) return _text;  \
-  } while (0)
-
-#define RETURN_IF_BAD(expr)                                    \
-  do {                                                         \
-    absl::Status _status = (expr);                             \
-    if (!_status.ok()) return std::string(_status.ToString()); \
-  } while (0)
-
-#define ASSIGN_OR_TEXT(lhs, expr)                                   \
-  auto lhs##_or = (expr);                                           \
-  if (!lhs##_or.ok()) return std::string(lhs##_or.status().ToString()); \
-  auto lhs = std::move(*lhs##_or)
-
 // ---- Every reduction of every dtype, on 2, 3 and 4 ranks.
 
 class AllReduceTest : public ::testing::TestWithParam<int> {};
@@ -139,12 +69,12 @@ TEST_P(AllReduceTest, EveryDTypeAndReduction) {
       for (ReduceOp op : kAllOps) {
         if (!CheckReduction(op, dtype).ok()) continue;
         const int64_t count = 1000 + 7 * n;  // Uneven: not a multiple of the ranks.
-        ASSIGN_OR_TEXT(s, Filled(count, dtype,
+        GENESIS_ASSIGN_OR_TEXT(s, Filled(count, dtype,
                                  [&](int64_t i) { return Contribution(op, group.rank(), i); }));
-        ASSIGN_OR_TEXT(work, group.AllReduce(s, op));
-        RETURN_IF_BAD(work.Wait());
+        GENESIS_ASSIGN_OR_TEXT(work, group.AllReduce(s, op));
+        GENESIS_RETURN_IF_BAD(work.Wait());
         if (!work.Done()) return "Done() is false after Wait()";
-        RETURN_IF_TEXT(Check(s, [&](int64_t i) { return Expected(op, dtype, n, i); },
+        GENESIS_RETURN_IF_TEXT(Check(s, [&](int64_t i) { return Expected(op, dtype, n, i); },
                              "all_reduce " + std::string(DTypeName(dtype)) + " " +
                                  std::string(ReduceOpName(op))));
       }
@@ -161,19 +91,19 @@ TEST(GlooGroupTest, BroadcastReduceAndBarrier) {
   RunGroup(3, [](ProcessGroup& group) -> std::string {
     const int r = group.rank();
     for (DType dtype : {DType::kBFloat16, DType::kInt64, DType::kBool}) {
-      ASSIGN_OR_TEXT(b, Filled(513, dtype, [&](int64_t i) { return (i + r * 3) % 2; }));
-      ASSIGN_OR_TEXT(bw, group.Broadcast(b, 1));
-      RETURN_IF_BAD(bw.Wait());
-      RETURN_IF_TEXT(Check(b, [](int64_t i) { return (i + 3) % 2; }, "broadcast from 1"));
+      GENESIS_ASSIGN_OR_TEXT(b, Filled(513, dtype, [&](int64_t i) { return (i + r * 3) % 2; }));
+      GENESIS_ASSIGN_OR_TEXT(bw, group.Broadcast(b, 1));
+      GENESIS_RETURN_IF_BAD(bw.Wait());
+      GENESIS_RETURN_IF_TEXT(Check(b, [](int64_t i) { return (i + 3) % 2; }, "broadcast from 1"));
     }
-    ASSIGN_OR_TEXT(s, Filled(77, DType::kFloat32, [&](int64_t i) { return r + i; }));
-    ASSIGN_OR_TEXT(rw, group.Reduce(s, 2, ReduceOp::kSum));
-    RETURN_IF_BAD(rw.Wait());
-    RETURN_IF_TEXT(Check(
+    GENESIS_ASSIGN_OR_TEXT(s, Filled(77, DType::kFloat32, [&](int64_t i) { return r + i; }));
+    GENESIS_ASSIGN_OR_TEXT(rw, group.Reduce(s, 2, ReduceOp::kSum));
+    GENESIS_RETURN_IF_BAD(rw.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(
         s, [&](int64_t i) { return r == 2 ? 3.0 * i + 3 : static_cast<double>(r + i); },
         "reduce to 2"));
-    ASSIGN_OR_TEXT(barrier, group.Barrier());
-    RETURN_IF_BAD(barrier.Wait());
+    GENESIS_ASSIGN_OR_TEXT(barrier, group.Barrier());
+    GENESIS_RETURN_IF_BAD(barrier.Wait());
     return "";
   });
 }
@@ -184,35 +114,35 @@ TEST(GlooGroupTest, AllGatherReduceScatterAllToAll) {
     const int n = group.size();
     for (DType dtype : {DType::kFloat16, DType::kInt8, DType::kFloat64}) {
       // all_gather into one storage (any shape with the right element count).
-      ASSIGN_OR_TEXT(in, Filled(5, dtype, [&](int64_t i) { return r * 10 + i; }));
-      ASSIGN_OR_TEXT(out, storage::Empty({n, 5}, dtype, Device::Cpu()));
-      ASSIGN_OR_TEXT(gw, group.AllGather(in, out));
-      RETURN_IF_BAD(gw.Wait());
-      RETURN_IF_TEXT(Check(out, [](int64_t i) { return (i / 5) * 10 + i % 5; }, "all_gather"));
+      GENESIS_ASSIGN_OR_TEXT(in, Filled(5, dtype, [&](int64_t i) { return r * 10 + i; }));
+      GENESIS_ASSIGN_OR_TEXT(out, storage::Empty({n, 5}, dtype, Device::Cpu()));
+      GENESIS_ASSIGN_OR_TEXT(gw, group.AllGather(in, out));
+      GENESIS_RETURN_IF_BAD(gw.Wait());
+      GENESIS_RETURN_IF_TEXT(Check(out, [](int64_t i) { return (i / 5) * 10 + i % 5; }, "all_gather"));
       // ... and into a list.
       std::vector<Storage> list;
       for (int k = 0; k < n; ++k) {
-        ASSIGN_OR_TEXT(e, storage::Empty({5}, dtype, Device::Cpu()));
+        GENESIS_ASSIGN_OR_TEXT(e, storage::Empty({5}, dtype, Device::Cpu()));
         list.push_back(e);
       }
-      ASSIGN_OR_TEXT(lw, group.AllGather(in, list));
-      RETURN_IF_BAD(lw.Wait());
+      GENESIS_ASSIGN_OR_TEXT(lw, group.AllGather(in, list));
+      GENESIS_RETURN_IF_BAD(lw.Wait());
       for (int k = 0; k < n; ++k) {
-        RETURN_IF_TEXT(Check(list[k], [&](int64_t i) { return k * 10 + i; },
+        GENESIS_RETURN_IF_TEXT(Check(list[k], [&](int64_t i) { return k * 10 + i; },
                              absl::StrCat("all_gather list ", k)));
       }
       // reduce_scatter: chunk k of rank r holds r + k*100 + i.
-      ASSIGN_OR_TEXT(rin, Filled(4 * n, dtype, [&](int64_t i) { return r + (i / 4) + i % 4; }));
-      ASSIGN_OR_TEXT(rout, storage::Empty({4}, dtype, Device::Cpu()));
-      ASSIGN_OR_TEXT(rw, group.ReduceScatter(rin, rout, ReduceOp::kMax));
-      RETURN_IF_BAD(rw.Wait());
-      RETURN_IF_TEXT(Check(rout, [&](int64_t i) { return (n - 1) + r + i; }, "reduce_scatter"));
+      GENESIS_ASSIGN_OR_TEXT(rin, Filled(4 * n, dtype, [&](int64_t i) { return r + (i / 4) + i % 4; }));
+      GENESIS_ASSIGN_OR_TEXT(rout, storage::Empty({4}, dtype, Device::Cpu()));
+      GENESIS_ASSIGN_OR_TEXT(rw, group.ReduceScatter(rin, rout, ReduceOp::kMax));
+      GENESIS_RETURN_IF_BAD(rw.Wait());
+      GENESIS_RETURN_IF_TEXT(Check(rout, [&](int64_t i) { return (n - 1) + r + i; }, "reduce_scatter"));
       // all_to_all: chunk j of rank r is r*10 + j; chunk i of the output comes from rank i.
-      ASSIGN_OR_TEXT(ain, Filled(2 * n, dtype, [&](int64_t i) { return r * 10 + i / 2; }));
-      ASSIGN_OR_TEXT(aout, storage::Empty({2 * n}, dtype, Device::Cpu()));
-      ASSIGN_OR_TEXT(aw, group.AllToAll(ain, aout));
-      RETURN_IF_BAD(aw.Wait());
-      RETURN_IF_TEXT(Check(aout, [&](int64_t i) { return (i / 2) * 10 + r; }, "all_to_all"));
+      GENESIS_ASSIGN_OR_TEXT(ain, Filled(2 * n, dtype, [&](int64_t i) { return r * 10 + i / 2; }));
+      GENESIS_ASSIGN_OR_TEXT(aout, storage::Empty({2 * n}, dtype, Device::Cpu()));
+      GENESIS_ASSIGN_OR_TEXT(aw, group.AllToAll(ain, aout));
+      GENESIS_RETURN_IF_BAD(aw.Wait());
+      GENESIS_RETURN_IF_TEXT(Check(aout, [&](int64_t i) { return (i / 2) * 10 + r; }, "all_to_all"));
     }
     return "";
   });
@@ -225,29 +155,29 @@ TEST(GlooGroupTest, SendRecvRingAndBatch) {
     const int next = (r + 1) % n;
     const int prev = (r + n - 1) % n;
     // Everyone sends first, then receives: sends must not wait for receives.
-    ASSIGN_OR_TEXT(out, Filled(1001, DType::kInt32, [&](int64_t i) { return r * 1000 + i; }));
-    ASSIGN_OR_TEXT(in, storage::Zeros({1001}, DType::kInt32, Device::Cpu()));
-    ASSIGN_OR_TEXT(sw, group.Send(out, next, /*tag=*/7));
-    ASSIGN_OR_TEXT(rw, group.Recv(in, prev, /*tag=*/7));
-    RETURN_IF_BAD(sw.Wait());
-    RETURN_IF_BAD(rw.Wait());
-    RETURN_IF_TEXT(Check(in, [&](int64_t i) { return prev * 1000 + i; }, "ring recv"));
+    GENESIS_ASSIGN_OR_TEXT(out, Filled(1001, DType::kInt32, [&](int64_t i) { return r * 1000 + i; }));
+    GENESIS_ASSIGN_OR_TEXT(in, storage::Zeros({1001}, DType::kInt32, Device::Cpu()));
+    GENESIS_ASSIGN_OR_TEXT(sw, group.Send(out, next, /*tag=*/7));
+    GENESIS_ASSIGN_OR_TEXT(rw, group.Recv(in, prev, /*tag=*/7));
+    GENESIS_RETURN_IF_BAD(sw.Wait());
+    GENESIS_RETURN_IF_BAD(rw.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(in, [&](int64_t i) { return prev * 1000 + i; }, "ring recv"));
     // A batch: to and from both neighbours.
-    ASSIGN_OR_TEXT(a, storage::Zeros({3}, DType::kFloat32, Device::Cpu()));
-    ASSIGN_OR_TEXT(b, storage::Zeros({3}, DType::kFloat32, Device::Cpu()));
+    GENESIS_ASSIGN_OR_TEXT(a, storage::Zeros({3}, DType::kFloat32, Device::Cpu()));
+    GENESIS_ASSIGN_OR_TEXT(b, storage::Zeros({3}, DType::kFloat32, Device::Cpu()));
     std::vector<StoragePeerOp> ops = {
         {PeerOp::Kind::kRecv, a, prev, 1},
         {PeerOp::Kind::kRecv, b, next, 2},
         {PeerOp::Kind::kSend, out, next, 1},
         {PeerOp::Kind::kSend, out, prev, 2},
     };
-    ASSIGN_OR_TEXT(s1, Filled(3, DType::kFloat32, [&](int64_t i) { return r + i; }));
+    GENESIS_ASSIGN_OR_TEXT(s1, Filled(3, DType::kFloat32, [&](int64_t i) { return r + i; }));
     ops[2].storage = s1;
     ops[3].storage = s1;
-    ASSIGN_OR_TEXT(batch, group.SendRecv(ops));
-    RETURN_IF_BAD(batch.Wait());
-    RETURN_IF_TEXT(Check(a, [&](int64_t i) { return prev + i; }, "batch from prev"));
-    RETURN_IF_TEXT(Check(b, [&](int64_t i) { return next + i; }, "batch from next"));
+    GENESIS_ASSIGN_OR_TEXT(batch, group.SendRecv(ops));
+    GENESIS_RETURN_IF_BAD(batch.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(a, [&](int64_t i) { return prev + i; }, "batch from prev"));
+    GENESIS_RETURN_IF_TEXT(Check(b, [&](int64_t i) { return next + i; }, "batch from next"));
     return "";
   });
 }
@@ -255,16 +185,16 @@ TEST(GlooGroupTest, SendRecvRingAndBatch) {
 TEST(GlooGroupTest, SplitIntoSubGroups) {
   RunGroup(4, [](ProcessGroup& group) -> std::string {
     const int r = group.rank();
-    ASSIGN_OR_TEXT(odd, group.Split({3, 1}, "odd"));
+    GENESIS_ASSIGN_OR_TEXT(odd, group.Split({3, 1}, "odd"));
     if ((r % 2 == 1) != (odd != nullptr)) return "membership of the sub-group is wrong";
     if (odd == nullptr) return "";
     if (odd->size() != 2 || odd->rank() != r / 2) {
       return absl::StrCat("sub-group rank ", odd->rank(), " of ", odd->size());
     }
     if (odd->name() != "world/odd") return "sub-group name " + odd->name();
-    ASSIGN_OR_TEXT(s, Filled(10, DType::kInt32, [&](int64_t) { return r; }));
-    ASSIGN_OR_TEXT(w, odd->AllReduce(s, ReduceOp::kSum));
-    RETURN_IF_BAD(w.Wait());
+    GENESIS_ASSIGN_OR_TEXT(s, Filled(10, DType::kInt32, [&](int64_t) { return r; }));
+    GENESIS_ASSIGN_OR_TEXT(w, odd->AllReduce(s, ReduceOp::kSum));
+    GENESIS_RETURN_IF_BAD(w.Wait());
     return Check(s, [](int64_t) { return 4; }, "all_reduce in the sub-group");
   });
 }
@@ -278,24 +208,24 @@ TEST(GlooGroupTest, BucketedAllReduceAndBroadcast) {
     std::vector<Storage> grads;
     for (int k = 0; k < 200; ++k) {
       const DType dtype = k % 7 == 0 ? DType::kBFloat16 : DType::kFloat32;
-      ASSIGN_OR_TEXT(g, Filled(1 + (k * 37) % 300, dtype, [&](int64_t i) { return r + k % 5 + i % 4; }));
+      GENESIS_ASSIGN_OR_TEXT(g, Filled(1 + (k * 37) % 300, dtype, [&](int64_t i) { return r + k % 5 + i % 4; }));
       grads.push_back(g);
     }
     // And 3 views of one flat buffer, reduced in place.
-    ASSIGN_OR_TEXT(flat, Filled(90, DType::kFloat32, [&](int64_t i) { return r * i; }));
+    GENESIS_ASSIGN_OR_TEXT(flat, Filled(90, DType::kFloat32, [&](int64_t i) { return r * i; }));
     for (int k = 0; k < 3; ++k) {
-      ASSIGN_OR_TEXT(view, flat.Slice(0, 30 * k, 30 * (k + 1)));
+      GENESIS_ASSIGN_OR_TEXT(view, flat.Slice(0, 30 * k, 30 * (k + 1)));
       grads.push_back(view);
     }
-    ASSIGN_OR_TEXT(work, BucketedAllReduce(group, grads, ReduceOp::kSum, {.bucket_bytes = 4096}));
-    RETURN_IF_BAD(work.Wait());
+    GENESIS_ASSIGN_OR_TEXT(work, BucketedAllReduce(group, grads, ReduceOp::kSum, {.bucket_bytes = 4096}));
+    GENESIS_RETURN_IF_BAD(work.Wait());
     for (int k = 0; k < 200; ++k) {
-      RETURN_IF_TEXT(Check(grads[k], [&](int64_t i) { return 3 + 3 * (k % 5) + 3 * (i % 4); },
+      GENESIS_RETURN_IF_TEXT(Check(grads[k], [&](int64_t i) { return 3 + 3 * (k % 5) + 3 * (i % 4); },
                            absl::StrCat("gradient ", k)));
     }
-    RETURN_IF_TEXT(Check(flat, [](int64_t i) { return 3.0 * i; }, "flat gradients"));
-    ASSIGN_OR_TEXT(bw, BucketedBroadcast(group, grads, 2, {.bucket_bytes = 1000}));
-    RETURN_IF_BAD(bw.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(flat, [](int64_t i) { return 3.0 * i; }, "flat gradients"));
+    GENESIS_ASSIGN_OR_TEXT(bw, BucketedBroadcast(group, grads, 2, {.bucket_bytes = 1000}));
+    GENESIS_RETURN_IF_BAD(bw.Wait());
     return "";
   });
 }
@@ -312,40 +242,40 @@ TEST(GlooGroupTest, BadInputIsRefusedWithTheValueNamed) {
       }
       return "";
     };
-    ASSIGN_OR_TEXT(m, storage::Zeros({4, 6}, DType::kFloat32, Device::Cpu()));
-    ASSIGN_OR_TEXT(t, m.Transpose(0, 1));
-    RETURN_IF_TEXT(expect(group.AllReduce(t, ReduceOp::kSum).status(),
+    GENESIS_ASSIGN_OR_TEXT(m, storage::Zeros({4, 6}, DType::kFloat32, Device::Cpu()));
+    GENESIS_ASSIGN_OR_TEXT(t, m.Transpose(0, 1));
+    GENESIS_RETURN_IF_TEXT(expect(group.AllReduce(t, ReduceOp::kSum).status(),
                           absl::StatusCode::kInvalidArgument, "not contiguous"));
-    ASSIGN_OR_TEXT(ints, storage::Zeros({4}, DType::kInt32, Device::Cpu()));
-    RETURN_IF_TEXT(expect(group.AllReduce(ints, ReduceOp::kAvg).status(),
+    GENESIS_ASSIGN_OR_TEXT(ints, storage::Zeros({4}, DType::kInt32, Device::Cpu()));
+    GENESIS_RETURN_IF_TEXT(expect(group.AllReduce(ints, ReduceOp::kAvg).status(),
                           absl::StatusCode::kInvalidArgument, "avg needs a floating dtype"));
-    RETURN_IF_TEXT(expect(group.Broadcast(m, 2).status(), absl::StatusCode::kInvalidArgument,
+    GENESIS_RETURN_IF_TEXT(expect(group.Broadcast(m, 2).status(), absl::StatusCode::kInvalidArgument,
                           "broadcast root 2 is outside [0, 2)"));
-    RETURN_IF_TEXT(expect(group.Send(m, -1).status(), absl::StatusCode::kInvalidArgument,
+    GENESIS_RETURN_IF_TEXT(expect(group.Send(m, -1).status(), absl::StatusCode::kInvalidArgument,
                           "destination rank -1"));
-    RETURN_IF_TEXT(expect(group.Send(m, group.rank()).status(),
+    GENESIS_RETURN_IF_TEXT(expect(group.Send(m, group.rank()).status(),
                           absl::StatusCode::kInvalidArgument, "which is this rank"));
-    ASSIGN_OR_TEXT(small, storage::Zeros({5}, DType::kFloat32, Device::Cpu()));
-    ASSIGN_OR_TEXT(three, storage::Zeros({3}, DType::kFloat32, Device::Cpu()));
-    RETURN_IF_TEXT(expect(group.AllGather(three, small).status(),
+    GENESIS_ASSIGN_OR_TEXT(small, storage::Zeros({5}, DType::kFloat32, Device::Cpu()));
+    GENESIS_ASSIGN_OR_TEXT(three, storage::Zeros({3}, DType::kFloat32, Device::Cpu()));
+    GENESIS_RETURN_IF_TEXT(expect(group.AllGather(three, small).status(),
                           absl::StatusCode::kInvalidArgument,
                           "all_gather output has 5 elements, expected 6"));
-    ASSIGN_OR_TEXT(halves, storage::Zeros({6}, DType::kFloat16, Device::Cpu()));
-    RETURN_IF_TEXT(expect(group.AllGather(three, halves).status(),
+    GENESIS_ASSIGN_OR_TEXT(halves, storage::Zeros({6}, DType::kFloat16, Device::Cpu()));
+    GENESIS_RETURN_IF_TEXT(expect(group.AllGather(three, halves).status(),
                           absl::StatusCode::kInvalidArgument, "input is float32 but output is float16"));
-    RETURN_IF_TEXT(expect(group.ReduceScatter(small, three, ReduceOp::kSum).status(),
+    GENESIS_RETURN_IF_TEXT(expect(group.ReduceScatter(small, three, ReduceOp::kSum).status(),
                           absl::StatusCode::kInvalidArgument, "reduce_scatter input has 5"));
-    RETURN_IF_TEXT(expect(group.AllToAll(three, three).status(),
+    GENESIS_RETURN_IF_TEXT(expect(group.AllToAll(three, three).status(),
                           absl::StatusCode::kInvalidArgument, "does not split into 2"));
-    RETURN_IF_TEXT(expect(group.AllReduce(Storage(), ReduceOp::kSum).status(),
+    GENESIS_RETURN_IF_TEXT(expect(group.AllReduce(Storage(), ReduceOp::kSum).status(),
                           absl::StatusCode::kInvalidArgument, "undefined storage"));
-    RETURN_IF_TEXT(expect(group.Split({0, 0}, "x").status(),
+    GENESIS_RETURN_IF_TEXT(expect(group.Split({0, 0}, "x").status(),
                           absl::StatusCode::kInvalidArgument, "listed twice"));
-    RETURN_IF_TEXT(expect(group.Split({0, 5}, "x").status(),
+    GENESIS_RETURN_IF_TEXT(expect(group.Split({0, 5}, "x").status(),
                           absl::StatusCode::kInvalidArgument, "split rank 5"));
     // Nothing was queued: a real collective still works afterwards.
-    ASSIGN_OR_TEXT(w, group.AllReduce(three, ReduceOp::kSum));
-    RETURN_IF_BAD(w.Wait());
+    GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(three, ReduceOp::kSum));
+    GENESIS_RETURN_IF_BAD(w.Wait());
     return "";
   });
 }
@@ -385,12 +315,12 @@ TEST(GlooGroupTest, DeadPeerBecomesAnErrorWithinTheTimeout) {
     auto group = CreateGlooGroup(rank, 3, *store, options);
     if (!group.ok()) return std::string(group.status().ToString());
     // Every rank connected: rank 2 then dies before the collective.
-    ASSIGN_OR_TEXT(connected, (*group)->Barrier());
-    RETURN_IF_BAD(connected.Wait());
+    GENESIS_ASSIGN_OR_TEXT(connected, (*group)->Barrier());
+    GENESIS_RETURN_IF_BAD(connected.Wait());
     if (rank == 2) _exit(0);
-    ASSIGN_OR_TEXT(s, storage::Zeros({1 << 16}, DType::kFloat32, Device::Cpu()));
+    GENESIS_ASSIGN_OR_TEXT(s, storage::Zeros({1 << 16}, DType::kFloat32, Device::Cpu()));
     const absl::Time start = absl::Now();
-    ASSIGN_OR_TEXT(work, (*group)->AllReduce(s, ReduceOp::kSum));
+    GENESIS_ASSIGN_OR_TEXT(work, (*group)->AllReduce(s, ReduceOp::kSum));
     absl::Status status = work.Wait();
     if (status.ok()) return std::string("all_reduce with a dead peer succeeded");
     if (absl::Now() - start > timeout + absl::Seconds(2)) {
@@ -421,7 +351,7 @@ TEST(GlooGroupTest, MismatchedCollectivesTimeOut) {
     options.timeout = absl::Seconds(2);
     auto group = CreateGlooGroup(rank, 2, *store, options);
     if (!group.ok()) return std::string(group.status().ToString());
-    ASSIGN_OR_TEXT(s, storage::Zeros({1024}, DType::kFloat32, Device::Cpu()));
+    GENESIS_ASSIGN_OR_TEXT(s, storage::Zeros({1024}, DType::kFloat32, Device::Cpu()));
     // Rank 0 reduces, rank 1 waits in a barrier: neither can finish.
     auto work = rank == 0 ? (*group)->AllGather(s, *storage::Zeros({2048}, DType::kFloat32, Device::Cpu()))
                           : (*group)->Broadcast(s, 0);
@@ -462,9 +392,9 @@ TEST(GlooGroupTest, FromTorchrunEnvironment) {
     if (!group.ok()) return std::string(group.status().ToString());
     if ((*group)->rank() != rank || (*group)->size() != 2) return std::string("wrong rank");
     if ((*group)->info().timeout != absl::Seconds(20)) return std::string("timeout not read");
-    ASSIGN_OR_TEXT(s, Filled(3, DType::kFloat32, [&](int64_t i) { return rank + i; }));
-    ASSIGN_OR_TEXT(w, (*group)->AllReduce(s, ReduceOp::kSum));
-    RETURN_IF_BAD(w.Wait());
+    GENESIS_ASSIGN_OR_TEXT(s, Filled(3, DType::kFloat32, [&](int64_t i) { return rank + i; }));
+    GENESIS_ASSIGN_OR_TEXT(w, (*group)->AllReduce(s, ReduceOp::kSum));
+    GENESIS_RETURN_IF_BAD(w.Wait());
     return Check(s, [](int64_t i) { return 1 + 2 * i; }, "all_reduce from the environment");
   });
   for (const RankOutcome& o : outcomes) EXPECT_TRUE(o.ok()) << o.Describe();

@@ -1,0 +1,137 @@
+// NCCL groups across two processes forked by the test, one GPU each: every operation
+// with known results, a sub-group, and a peer that dies mid-run. Needs 2 GPUs; skips
+// otherwise. The parent never touches CUDA (a forked child could not use it then).
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "genesis/cuda/device_query.h"
+#include "genesis/distributed/process_group_factory.h"
+#include "genesis/distributed/testing/collective_checks.h"
+#include "genesis/distributed/testing/multi_process.h"
+#include "gtest/gtest.h"
+
+namespace genesis::distributed {
+namespace {
+
+using storage::Storage;
+using testing::Check;
+using testing::Contribution;
+using testing::Expected;
+using testing::Filled;
+using testing::RankOutcome;
+
+constexpr char kSkip[] = "skip: ";
+
+// Runs body(group) on 2 ranks of a fresh NCCL group (rank r on cuda:r).
+std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>& body,
+                                 absl::Duration timeout = absl::Seconds(60)) {
+  const std::string dir = testing::FreshDirectory("nccl-store");
+  return testing::RunRanks(2, absl::Seconds(180), [&](int rank) -> std::string {
+    if (cuda::DeviceCount() < 2) {
+      return absl::StrCat(kSkip, "needs 2 CUDA devices, ", cuda::DeviceCount(), " visible");
+    }
+    auto store = Store::File(dir);
+    if (!store.ok()) return std::string(store.status().ToString());
+    GroupOptions options;
+    options.timeout = timeout;
+    auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
+    if (!group.ok()) return std::string(group.status().ToString());
+    return body(**group);
+  });
+}
+
+void ExpectAllOk(const std::vector<RankOutcome>& outcomes) {
+  for (const RankOutcome& o : outcomes) {
+    if (absl::StartsWith(o.message, kSkip)) GTEST_SKIP() << o.message.substr(sizeof(kSkip) - 1);
+  }
+  for (const RankOutcome& o : outcomes) EXPECT_TRUE(o.ok()) << o.Describe();
+}
+
+TEST(NcclTwoProcessTest, EveryOperation) {
+  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    const int n = group.size();
+    const Device gpu = group.device();
+    for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64,
+                        DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
+                          ReduceOp::kAvg}) {
+        if (!CheckReduction(op, dtype).ok()) continue;
+        GENESIS_ASSIGN_OR_TEXT(s, Filled(4099, dtype, [&](int64_t i) { return Contribution(op, r, i); }, gpu));
+        GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(s, op));
+        GENESIS_RETURN_IF_BAD(w.Wait());
+        GENESIS_RETURN_IF_TEXT(Check(s, [&](int64_t i) { return Expected(op, dtype, n, i); },
+                                     absl::StrCat("all_reduce ", r)));
+      }
+    }
+    GENESIS_ASSIGN_OR_TEXT(in, Filled(6, DType::kFloat32, [&](int64_t i) { return r * 10 + i; }, gpu));
+    GENESIS_ASSIGN_OR_TEXT(out, storage::Zeros({12}, DType::kFloat32, gpu));
+    GENESIS_ASSIGN_OR_TEXT(g, group.AllGather(in, out));
+    GENESIS_RETURN_IF_BAD(g.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(out, [](int64_t i) { return (i / 6) * 10 + i % 6; }, "all_gather"));
+    GENESIS_ASSIGN_OR_TEXT(half, storage::Zeros({3}, DType::kFloat32, gpu));
+    GENESIS_ASSIGN_OR_TEXT(rs, group.ReduceScatter(in, half, ReduceOp::kSum));
+    GENESIS_RETURN_IF_BAD(rs.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(half, [&](int64_t i) { return 10 + 2 * (3 * r + i); }, "reduce_scatter"));
+    GENESIS_ASSIGN_OR_TEXT(a2a_out, storage::Zeros({6}, DType::kFloat32, gpu));
+    GENESIS_ASSIGN_OR_TEXT(a2a, group.AllToAll(in, a2a_out));
+    GENESIS_RETURN_IF_BAD(a2a.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(a2a_out, [&](int64_t i) { return (i / 3) * 10 + 3 * r + i % 3; }, "all_to_all"));
+    GENESIS_ASSIGN_OR_TEXT(b, Filled(5, DType::kBFloat16, [&](int64_t i) { return r + i; }, gpu));
+    GENESIS_ASSIGN_OR_TEXT(bw, group.Broadcast(b, 1));
+    GENESIS_RETURN_IF_BAD(bw.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(b, [](int64_t i) { return 1 + i; }, "broadcast"));
+    GENESIS_ASSIGN_OR_TEXT(red, Filled(5, DType::kInt32, [&](int64_t i) { return r + i; }, gpu));
+    GENESIS_ASSIGN_OR_TEXT(rw, group.Reduce(red, 0, ReduceOp::kSum));
+    GENESIS_RETURN_IF_BAD(rw.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(red, [&](int64_t i) { return r == 0 ? 1 + 2 * i : 1 + i; }, "reduce"));
+    // Point to point, both directions in one batch.
+    GENESIS_ASSIGN_OR_TEXT(mine, Filled(1000, DType::kFloat32, [&](int64_t i) { return r + i; }, gpu));
+    GENESIS_ASSIGN_OR_TEXT(theirs, storage::Zeros({1000}, DType::kFloat32, gpu));
+    std::vector<StoragePeerOp> ops = {{PeerOp::Kind::kSend, mine, 1 - r, 0},
+                                      {PeerOp::Kind::kRecv, theirs, 1 - r, 0}};
+    GENESIS_ASSIGN_OR_TEXT(p2p, group.SendRecv(ops));
+    GENESIS_RETURN_IF_BAD(p2p.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(theirs, [&](int64_t i) { return 1 - r + i; }, "send/recv"));
+    GENESIS_ASSIGN_OR_TEXT(barrier, group.Barrier());
+    GENESIS_RETURN_IF_BAD(barrier.Wait());
+    // A sub-group of rank 1 alone.
+    GENESIS_ASSIGN_OR_TEXT(sub, group.Split({1}, "one"));
+    if ((sub != nullptr) != (r == 1)) return std::string("wrong sub-group membership");
+    return std::string();
+  }));
+}
+
+TEST(NcclTwoProcessTest, DeadPeerBecomesAnErrorWithinTheTimeout) {
+  const absl::Duration timeout = absl::Seconds(10);
+  ExpectAllOk(RunNccl(
+      [&](ProcessGroup& group) -> std::string {
+        GENESIS_ASSIGN_OR_TEXT(s, storage::Zeros({1 << 20}, DType::kFloat32, group.device()));
+        GENESIS_ASSIGN_OR_TEXT(first, group.AllReduce(s, ReduceOp::kSum));
+        GENESIS_RETURN_IF_BAD(first.Wait());
+        if (group.rank() == 1) _exit(0);
+        const absl::Time start = absl::Now();
+        GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(s, ReduceOp::kSum));
+        absl::Status status = w.Wait();
+        if (status.ok()) return std::string("all_reduce with a dead peer succeeded");
+        if (absl::Now() - start > timeout + absl::Seconds(5)) {
+          return absl::StrCat("error after ", absl::FormatDuration(absl::Now() - start));
+        }
+        if (!absl::StrContains(status.message(), "all_reduce") ||
+            !absl::StrContains(status.message(), "nccl group 'world' (rank 0 of 2)")) {
+          return std::string("error does not name the operation and group: ") + status.ToString();
+        }
+        if (group.Barrier().status().code() != absl::StatusCode::kFailedPrecondition) {
+          return std::string("the group is still usable after the failure");
+        }
+        return std::string();
+      },
+      timeout));
+}
+
+}  // namespace
+}  // namespace genesis::distributed

@@ -1,0 +1,384 @@
+// Collectives of genesis process groups beside their baselines, nccl-tests style: for
+// each operation and size (8 B to 1 GiB, doubling), the time per operation, algorithm
+// bandwidth and bus bandwidth of genesis's group and of NCCL called directly on
+// cudaMalloc buffers in the same processes, and their ratio; then bucketed all_reduce
+// of 1,000 gradients (100 MiB in all) against one all_reduce of a flat 100 MiB.
+//
+//   collectives_benchmark --backend=nccl --nproc=2          # forks one rank per GPU
+//   torchrun --no-python --nproc_per_node=2 collectives_benchmark --backend=nccl
+//   collectives_benchmark --backend=gloo --nproc=4 --max_bytes=64MiB
+//
+// Rank 0 prints the table; --benchmark_out=FILE also writes it as Google Benchmark JSON
+// (names "<op>/<genesis|nccl>/<bytes>", counters algbw_GBps and busbw_GBps), which
+// `genesis bench` reads. benchmarks/distributed/torch_collectives.py prints the same
+// table for torch.distributed.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "benchmarks/distributed/raw_nccl.h"
+#include "genesis/core/byte_size.h"
+#include "genesis/distributed/bucketed.h"
+#include "genesis/distributed/process_group_factory.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::string, backend, "nccl", "nccl (GPU storages) or gloo (CPU storages)");
+ABSL_FLAG(int, nproc, 0,
+          "ranks to fork when no launcher started this process (0: one per GPU for nccl, "
+          "2 for gloo)");
+ABSL_FLAG(std::string, ops, "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,send_recv",
+          "operations to measure, comma-separated");
+ABSL_FLAG(std::string, min_bytes, "8", "smallest size");
+ABSL_FLAG(std::string, max_bytes, "1GiB", "largest size");
+ABSL_FLAG(int, step_factor, 2, "sizes grow by this factor");
+ABSL_FLAG(int, iters, 20, "timed operations per size");
+ABSL_FLAG(int, warmup, 5, "untimed operations per size first");
+ABSL_FLAG(bool, baseline, true, "measure NCCL called directly beside genesis (nccl backend)");
+ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients");
+ABSL_FLAG(std::string, benchmark_out, "", "also write the results here as Google Benchmark JSON");
+
+namespace genesis::benchmarks {
+namespace {
+
+using distributed::ProcessGroup;
+using distributed::ReduceOp;
+using distributed::Work;
+using storage::Storage;
+
+double BusFactor(const std::string& op, int n) {
+  if (op == "all_reduce") return 2.0 * (n - 1) / n;
+  if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") {
+    return static_cast<double>(n - 1) / n;
+  }
+  return 1.0;
+}
+
+struct Row {
+  std::string op;
+  std::string impl;
+  size_t bytes;
+  double seconds;
+  double algbw;
+  double busbw;
+};
+
+// One operation of genesis's group on the first `bytes` of the buffers.
+absl::StatusOr<Work> Issue(ProcessGroup& group, const std::string& op, const Storage& a,
+                           const Storage& b, size_t bytes) {
+  const int n = group.size();
+  const int64_t count = static_cast<int64_t>(bytes / 4);
+  GENESIS_ASSIGN_OR_RETURN(Storage x, a.Slice(0, 0, count));
+  GENESIS_ASSIGN_OR_RETURN(Storage y, b.Slice(0, 0, count));
+  if (op == "all_reduce") return group.AllReduce(x, ReduceOp::kSum);
+  if (op == "broadcast") return group.Broadcast(x, 0);
+  if (op == "reduce") return group.Reduce(x, 0, ReduceOp::kSum);
+  if (op == "all_to_all") return group.AllToAll(x, y);
+  if (op == "all_gather") {
+    GENESIS_ASSIGN_OR_RETURN(Storage part, a.Slice(0, 0, count / n));
+    return group.AllGather(part, y);
+  }
+  if (op == "reduce_scatter") {
+    GENESIS_ASSIGN_OR_RETURN(Storage part, b.Slice(0, 0, count / n));
+    return group.ReduceScatter(x, part, ReduceOp::kSum);
+  }
+  if (op == "send_recv") {
+    std::vector<distributed::StoragePeerOp> ops = {
+        {distributed::PeerOp::Kind::kSend, x, (group.rank() + 1) % n, 0},
+        {distributed::PeerOp::Kind::kRecv, y, (group.rank() + n - 1) % n, 0}};
+    return group.SendRecv(ops);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown operation ", op));
+}
+
+absl::StatusOr<double> TimeGenesis(ProcessGroup& group, const std::string& op, const Storage& a,
+                                   const Storage& b, size_t bytes, int warmup, int iters) {
+  for (int i = 0; i < warmup; ++i) {
+    GENESIS_ASSIGN_OR_RETURN(Work w, Issue(group, op, a, b, bytes));
+    if (i + 1 == warmup) GENESIS_RETURN_IF_ERROR(w.Wait());
+  }
+  GENESIS_ASSIGN_OR_RETURN(Work barrier, group.Barrier());
+  GENESIS_RETURN_IF_ERROR(barrier.Wait());
+  const auto start = std::chrono::steady_clock::now();
+  Work last;
+  for (int i = 0; i < iters; ++i) {
+    GENESIS_ASSIGN_OR_RETURN(last, Issue(group, op, a, b, bytes));
+    // CPU groups: the host buffers are reused, so each operation must finish first.
+    if (group.device().is_cpu()) GENESIS_RETURN_IF_ERROR(last.Wait());
+  }
+  GENESIS_RETURN_IF_ERROR(last.Wait());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+}
+
+// NCCL's unique id for the baseline, made on rank 0 and broadcast over the group.
+absl::StatusOr<std::vector<char>> SharedUniqueId(ProcessGroup& group) {
+  std::vector<char> id(128, 0);
+  if (group.rank() == 0) {
+    // The world group's NCCL_COMM_ID would hand the baseline the same bootstrap address.
+    unsetenv("NCCL_COMM_ID");
+    GENESIS_ASSIGN_OR_RETURN(id, distributed::NewNcclUniqueId());
+  }
+  GENESIS_ASSIGN_OR_RETURN(Storage bytes,
+                           storage::CreateStorage(id.data(), {128}, DType::kUInt8, group.device()));
+  GENESIS_ASSIGN_OR_RETURN(Work w, group.Broadcast(bytes, 0));
+  GENESIS_RETURN_IF_ERROR(w.Wait());
+  GENESIS_ASSIGN_OR_RETURN(std::vector<uint8_t> out, bytes.ToVector<uint8_t>());
+  return std::vector<char>(out.begin(), out.end());
+}
+
+void PrintHeader(int n, const std::string& backend, bool baseline) {
+  std::printf("# %s, %d ranks; time per operation (us), algbw and busbw (GB/s)%s\n",
+              backend.c_str(), n, baseline ? "; beside NCCL called directly" : "");
+  std::printf("%-15s %12s %10s %9s %9s%s\n", "op", "size(B)", "time(us)", "algbw", "busbw",
+              baseline ? "   nccl time   algbw   busbw  genesis/nccl busbw" : "");
+}
+
+// Bucketed all_reduce of 1,000 gradients of 4 KiB to 4 MiB, 100 MiB in all: packed
+// from separate storages, and as views of one flat buffer, against one flat all_reduce.
+absl::Status Bucketed(ProcessGroup& group, std::vector<Row>& rows) {
+  constexpr int kGradients = 1000;
+  constexpr size_t kTotal = size_t{100} << 20;
+  std::mt19937 random(7);
+  std::vector<double> weights(kGradients);
+  double sum = 0;
+  for (double& w : weights) sum += (w = std::exp(std::uniform_real_distribution<>(
+                                        std::log(4096.0), std::log(4194304.0))(random)));
+  std::vector<int64_t> counts(kGradients);
+  int64_t total = 0;
+  for (int i = 0; i < kGradients; ++i) {
+    counts[i] = std::max<int64_t>(1, static_cast<int64_t>(weights[i] / sum * kTotal / 4));
+    total += counts[i];
+  }
+  std::vector<Storage> separate;
+  for (int64_t c : counts) {
+    GENESIS_ASSIGN_OR_RETURN(Storage g, storage::Ones({c}, DType::kFloat32, group.device()));
+    separate.push_back(g);
+  }
+  GENESIS_ASSIGN_OR_RETURN(Storage flat, storage::Ones({total}, DType::kFloat32, group.device()));
+  std::vector<Storage> views;
+  int64_t at = 0;
+  for (int64_t c : counts) {
+    GENESIS_ASSIGN_OR_RETURN(Storage v, flat.Slice(0, at, at + c));
+    views.push_back(v);
+    at += c;
+  }
+  const int iters = std::max(2, absl::GetFlag(FLAGS_iters) / 2);
+  auto time = [&](const std::function<absl::StatusOr<Work>()>& run) -> absl::StatusOr<double> {
+    for (int i = 0; i < 2; ++i) {
+      GENESIS_ASSIGN_OR_RETURN(Work w, run());
+      GENESIS_RETURN_IF_ERROR(w.Wait());
+    }
+    GENESIS_ASSIGN_OR_RETURN(Work barrier, group.Barrier());
+    GENESIS_RETURN_IF_ERROR(barrier.Wait());
+    const auto start = std::chrono::steady_clock::now();
+    Work last;
+    for (int i = 0; i < iters; ++i) {
+      GENESIS_ASSIGN_OR_RETURN(last, run());
+      if (group.device().is_cpu()) GENESIS_RETURN_IF_ERROR(last.Wait());
+    }
+    GENESIS_RETURN_IF_ERROR(last.Wait());
+    GENESIS_RETURN_IF_ERROR(flat.Synchronize());
+    GENESIS_RETURN_IF_ERROR(separate.back().Synchronize());
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+  };
+  GENESIS_ASSIGN_OR_RETURN(double one, time([&] { return group.AllReduce(flat, ReduceOp::kSum); }));
+  GENESIS_ASSIGN_OR_RETURN(double packed, time([&] {
+    return distributed::BucketedAllReduce(group, separate, ReduceOp::kSum);
+  }));
+  GENESIS_ASSIGN_OR_RETURN(double in_place, time([&] {
+    return distributed::BucketedAllReduce(group, views, ReduceOp::kSum);
+  }));
+  const size_t bytes = static_cast<size_t>(total) * 4;
+  const double factor = BusFactor("all_reduce", group.size());
+  for (auto [name, seconds] : {std::pair<const char*, double>{"flat", one},
+                               {"packed", packed}, {"views", in_place}}) {
+    rows.push_back({"bucketed_all_reduce", name, bytes, seconds, bytes / seconds / 1e9,
+                    bytes / seconds / 1e9 * factor});
+  }
+  if (group.rank() == 0) {
+    std::printf("\n# bucketed all_reduce of %d gradients, %s in all (25 MiB buckets)\n",
+                kGradients, FormatByteSize(bytes).c_str());
+    std::printf("one flat all_reduce        %10.1f us\n", one * 1e6);
+    std::printf("bucketed, packed storages  %10.1f us  (%.3f of flat)\n", packed * 1e6,
+                one / packed);
+    std::printf("bucketed, views of a flat  %10.1f us  (%.3f of flat)\n", in_place * 1e6,
+                one / in_place);
+  }
+  return absl::OkStatus();
+}
+
+// Google Benchmark's JSON layout, so that its tools and `genesis bench` read the rows.
+absl::Status WriteJson(const std::vector<Row>& rows, int n, const std::string& backend) {
+  nlohmann::json out;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  out["context"] = {{"date", absl::FormatTime(absl::Now())},
+                    {"host_name", host},
+                    {"executable", "collectives_benchmark"},
+                    {"num_cpus", static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))},
+                    {"library_build_type", "release"},
+                    {"ranks", n},
+                    {"backend", backend}};
+  nlohmann::json list = nlohmann::json::array();
+  for (const Row& r : rows) {
+    const std::string name = absl::StrCat(r.op, "/", r.impl, "/", r.bytes);
+    list.push_back({{"name", name},
+                    {"run_name", name},
+                    {"run_type", "iteration"},
+                    {"repetitions", 1},
+                    {"repetition_index", 0},
+                    {"threads", 1},
+                    {"iterations", absl::GetFlag(FLAGS_iters)},
+                    {"real_time", r.seconds * 1e6},
+                    {"cpu_time", r.seconds * 1e6},
+                    {"time_unit", "us"},
+                    {"bytes_per_second", r.algbw * 1e9},
+                    {"algbw_GBps", r.algbw},
+                    {"busbw_GBps", r.busbw}});
+  }
+  out["benchmarks"] = list;
+  std::ofstream file(absl::GetFlag(FLAGS_benchmark_out));
+  file << out.dump(2) << "\n";
+  if (!file) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", absl::GetFlag(FLAGS_benchmark_out)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunRank() {
+  const std::string backend_name = absl::GetFlag(FLAGS_backend);
+  const distributed::Backend backend =
+      backend_name == "gloo" ? distributed::Backend::kGloo : distributed::Backend::kNccl;
+  GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
+                           distributed::ProcessGroupFromEnvironment(backend));
+  const int n = group->size();
+  const bool root = group->rank() == 0;
+  GENESIS_ASSIGN_OR_RETURN(uint64_t min_bytes, ParseByteSize(absl::GetFlag(FLAGS_min_bytes)));
+  GENESIS_ASSIGN_OR_RETURN(uint64_t max_bytes, ParseByteSize(absl::GetFlag(FLAGS_max_bytes)));
+  const int warmup = absl::GetFlag(FLAGS_warmup);
+  const int iters = absl::GetFlag(FLAGS_iters);
+  std::unique_ptr<RawNccl> raw;
+  if (backend == distributed::Backend::kNccl && absl::GetFlag(FLAGS_baseline)) {
+    GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, SharedUniqueId(*group));
+    GENESIS_ASSIGN_OR_RETURN(raw, RawNccl::Create(group->rank(), n, group->device().index(), id,
+                                                  max_bytes));
+  }
+  const int64_t elements = static_cast<int64_t>(max_bytes / 4);
+  GENESIS_ASSIGN_OR_RETURN(Storage a, storage::Ones({elements}, DType::kFloat32, group->device()));
+  GENESIS_ASSIGN_OR_RETURN(Storage b, storage::Zeros({elements}, DType::kFloat32, group->device()));
+  if (root) PrintHeader(n, backend_name, raw != nullptr);
+  std::vector<Row> rows;
+  const std::vector<std::string> ops = absl::StrSplit(absl::GetFlag(FLAGS_ops), ',');
+  for (const std::string& op : ops) {
+    for (uint64_t bytes = std::max<uint64_t>(min_bytes, 4); bytes <= max_bytes;
+         bytes *= absl::GetFlag(FLAGS_step_factor)) {
+      // Sizes are whole float32 elements, and whole chunks where the operation splits.
+      const uint64_t unit = 4 * ((op == "all_gather" || op == "reduce_scatter" ||
+                                  op == "all_to_all") ? n : 1);
+      const uint64_t size = bytes / unit * unit;
+      if (size == 0) continue;
+      GENESIS_ASSIGN_OR_RETURN(double seconds, TimeGenesis(*group, op, a, b, size, warmup, iters));
+      const double algbw = size / seconds / 1e9;
+      rows.push_back({op, "genesis", size, seconds, algbw, algbw * BusFactor(op, n)});
+      std::string line = absl::StrFormat("%-15s %12d %10.2f %9.2f %9.2f", op, size, seconds * 1e6,
+                                         algbw, algbw * BusFactor(op, n));
+      if (raw != nullptr) {
+        GENESIS_ASSIGN_OR_RETURN(double base, raw->Time(op, size, warmup, iters));
+        const double base_algbw = size / base / 1e9;
+        rows.push_back({op, "nccl", size, base, base_algbw, base_algbw * BusFactor(op, n)});
+        absl::StrAppendFormat(&line, "   %9.2f %7.2f %7.2f  %12.3f", base * 1e6, base_algbw,
+                              base_algbw * BusFactor(op, n), base / seconds);
+      }
+      if (root) std::printf("%s\n", line.c_str());
+    }
+  }
+  if (absl::GetFlag(FLAGS_bucketed)) {
+    GENESIS_RETURN_IF_ERROR(Bucketed(*group, rows));
+  }
+  if (root && !absl::GetFlag(FLAGS_benchmark_out).empty()) {
+    GENESIS_RETURN_IF_ERROR(WriteJson(rows, n, backend_name));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace genesis::benchmarks
+
+namespace {
+
+// GPUs the NVIDIA driver lists, without initialising CUDA (ranks are forked after).
+int VisibleGpus() {
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    const std::string v = visible;
+    return v.empty() ? 0 : static_cast<int>(std::count(v.begin(), v.end(), ',')) + 1;
+  }
+  std::error_code error;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", error);
+       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  if (std::getenv("RANK") == nullptr) {
+    // No launcher: fork the ranks here, each with torchrun's variables.
+    int n = absl::GetFlag(FLAGS_nproc);
+    if (n <= 0) n = absl::GetFlag(FLAGS_backend) == "gloo" ? 2 : std::max(1, VisibleGpus());
+    const std::string port = std::to_string(20000 + getpid() % 20000);
+    const std::string store = absl::StrCat("/tmp/genesis-bench-", getpid());
+    std::vector<pid_t> children;
+    for (int rank = 0; rank < n; ++rank) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        setenv("RANK", std::to_string(rank).c_str(), 1);
+        setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+        setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+        setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
+        setenv("MASTER_ADDR", "127.0.0.1", 1);
+        setenv("MASTER_PORT", port.c_str(), 1);
+        setenv("GENESIS_STORE_DIR", store.c_str(), 1);
+        break;
+      }
+      children.push_back(pid);
+    }
+    if (static_cast<int>(children.size()) == n) {
+      int worst = 0;
+      for (pid_t pid : children) {
+        int status = 0;
+        waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) worst = 1;
+      }
+      std::filesystem::remove_all(store);
+      return worst;
+    }
+  }
+  absl::Status status = genesis::benchmarks::RunRank();
+  if (!status.ok()) {
+    std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK"), status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,126 @@
+#include "benchmarks/distributed/raw_nccl.h"
+
+#include <chrono>
+#include <cstring>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace genesis::benchmarks {
+namespace {
+
+absl::Status Check(ncclResult_t r, const char* call) {
+  if (r == ncclSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(call, ": ", ncclGetErrorString(r)));
+}
+
+absl::Status Check(cudaError_t r, const char* call) {
+  if (r == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(call, ": ", cudaGetErrorString(r)));
+}
+
+class RawNcclImpl final : public RawNccl {
+ public:
+  ~RawNcclImpl() override {
+    if (comm_ != nullptr) ncclCommDestroy(comm_);
+    if (send_ != nullptr) cudaFree(send_);
+    if (recv_ != nullptr) cudaFree(recv_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  absl::Status Init(int rank, int size, int device, absl::Span<const char> id_bytes,
+                    size_t max_bytes) {
+    rank_ = rank;
+    size_ = size;
+    if (id_bytes.size() != sizeof(ncclUniqueId)) {
+      return absl::InvalidArgumentError("unique id of the wrong size");
+    }
+    ncclUniqueId id;
+    std::memcpy(id.internal, id_bytes.data(), sizeof(id.internal));
+    if (auto s = Check(cudaSetDevice(device), "cudaSetDevice"); !s.ok()) return s;
+    if (auto s = Check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = Check(cudaMalloc(&send_, max_bytes), "cudaMalloc"); !s.ok()) return s;
+    if (auto s = Check(cudaMalloc(&recv_, max_bytes), "cudaMalloc"); !s.ok()) return s;
+    return Check(ncclCommInitRank(&comm_, size, id, rank), "ncclCommInitRank");
+  }
+
+  absl::StatusOr<double> Time(const std::string& op, size_t bytes, int warmup,
+                              int iters) override {
+    const size_t count = bytes / sizeof(float);
+    for (int i = 0; i < warmup; ++i) {
+      if (auto s = Issue(op, count); !s.ok()) return s;
+    }
+    if (auto s = Check(cudaStreamSynchronize(stream_), "sync"); !s.ok()) return s;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) {
+      if (auto s = Issue(op, count); !s.ok()) return s;
+    }
+    if (auto s = Check(cudaStreamSynchronize(stream_), "sync"); !s.ok()) return s;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+           iters;
+  }
+
+ private:
+  absl::Status Issue(const std::string& op, size_t count) {
+    float* s = static_cast<float*>(send_);
+    float* r = static_cast<float*>(recv_);
+    if (op == "all_reduce") {
+      return Check(ncclAllReduce(s, s, count, ncclFloat32, ncclSum, comm_, stream_), "ncclAllReduce");
+    }
+    if (op == "all_gather") {
+      return Check(ncclAllGather(s, r, count / size_, ncclFloat32, comm_, stream_),
+                   "ncclAllGather");
+    }
+    if (op == "reduce_scatter") {
+      return Check(ncclReduceScatter(s, r, count / size_, ncclFloat32, ncclSum, comm_, stream_),
+                   "ncclReduceScatter");
+    }
+    if (op == "broadcast") {
+      return Check(ncclBroadcast(s, s, count, ncclFloat32, 0, comm_, stream_), "ncclBroadcast");
+    }
+    if (op == "reduce") {
+      return Check(ncclReduce(s, s, count, ncclFloat32, ncclSum, 0, comm_, stream_), "ncclReduce");
+    }
+    if (op == "all_to_all") {
+      const size_t chunk = count / size_;
+      ncclGroupStart();
+      for (int p = 0; p < size_; ++p) {
+        ncclSend(s + p * chunk, chunk, ncclFloat32, p, comm_, stream_);
+        ncclRecv(r + p * chunk, chunk, ncclFloat32, p, comm_, stream_);
+      }
+      return Check(ncclGroupEnd(), "all_to_all");
+    }
+    if (op == "send_recv") {
+      ncclGroupStart();
+      ncclSend(s, count, ncclFloat32, (rank_ + 1) % size_, comm_, stream_);
+      ncclRecv(r, count, ncclFloat32, (rank_ + size_ - 1) % size_, comm_, stream_);
+      return Check(ncclGroupEnd(), "send_recv");
+    }
+    return absl::InvalidArgumentError(absl::StrCat("unknown operation ", op));
+  }
+
+  int rank_ = 0;
+  int size_ = 1;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  void* send_ = nullptr;
+  void* recv_ = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RawNccl>> RawNccl::Create(int rank, int size, int device,
+                                                         absl::Span<const char> unique_id,
+                                                         size_t max_bytes) {
+  auto raw = std::make_unique<RawNcclImpl>();
+  if (auto s = raw->Init(rank, size, device, unique_id, max_bytes); !s.ok()) return s;
+  return std::unique_ptr<RawNccl>(std::move(raw));
+}
+
+}  // namespace genesis::benchmarks

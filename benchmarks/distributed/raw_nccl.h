@@ -1,0 +1,36 @@
+// The baseline of the collective benchmarks: NCCL called directly on cudaMalloc
+// buffers, the way nccl-tests calls it, in the same process as genesis's groups.
+#ifndef GENESIS_BENCHMARKS_DISTRIBUTED_RAW_NCCL_H_
+#define GENESIS_BENCHMARKS_DISTRIBUTED_RAW_NCCL_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace genesis::benchmarks {
+
+class RawNccl {
+ public:
+  // A blocking NCCL communicator of rank `rank` of `size` on GPU `device`, from a
+  // unique id every rank shares, and buffers for up to `max_bytes`. FailedPrecondition
+  // in a build without NCCL.
+  static absl::StatusOr<std::unique_ptr<RawNccl>> Create(int rank, int size, int device,
+                                                         absl::Span<const char> unique_id,
+                                                         size_t max_bytes);
+  virtual ~RawNccl() = default;
+
+  // Seconds per operation of `op` ("all_reduce", "all_gather", "reduce_scatter",
+  // "broadcast", "reduce", "all_to_all", "send_recv") on `bytes` (float32 elements; the
+  // whole buffer for all_gather and reduce_scatter), averaged over `iters` back-to-back
+  // operations after `warmup`.
+  virtual absl::StatusOr<double> Time(const std::string& op, size_t bytes, int warmup,
+                                      int iters) = 0;
+};
+
+}  // namespace genesis::benchmarks
+
+#endif  // GENESIS_BENCHMARKS_DISTRIBUTED_RAW_NCCL_H_

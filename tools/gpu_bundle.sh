@@ -34,6 +34,12 @@ for b in $benchmarks; do copy "$b" "$out/benchmarks"; done
 cp -L "$(bazel info output_base)/external/com_github_google_benchmark/lib/libbenchmark.so" \
   "$out/libbenchmark.so.1debian"
 install -m 755 tools/run_gpu_tests.sh "$out/run_gpu_tests.sh"
+# Debian's Gloo (genesis/distributed's CPU backend) and the libraries it needs, which
+# the GPU machines lack; and the torch.distributed baseline of the collective benchmark.
+gloo=$(bazel info output_base)/external/gloo/lib/libgloo.so.0
+cp -L "$gloo" "$out/"
+ldd "$gloo" | awk '/libhiredis|libibverbs|libnl-/ {print $3}' | xargs -I{} cp -L {} "$out/"
+install -m 755 benchmarks/distributed/torch_collectives.py "$out/torch_collectives.py"
 # What `gpu_bundle/genesis bench` needs beside the benchmarks: the plot script and the
 # traces of the replay suite (tools/genesis/bench_runner.h: the bundle layout).
 install -m 755 tools/genesis/bench_plots.py "$out/bench_plots.py"

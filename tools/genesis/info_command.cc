@@ -3,8 +3,11 @@
 #include <cstdio>
 
 #include "absl/flags/flag.h"
+#include "genesis/cuda/device_query.h"
+#include "genesis/distributed/launch_env.h"
 #include "tools/genesis/cli_flags.h"
 #include "tools/genesis/device_report.h"
+#include "tools/genesis/distributed_report.h"
 
 ABSL_FLAG(bool, kernel_check, true,
           "info: launch a small kernel on each GPU to prove this build's code runs there");
@@ -17,10 +20,19 @@ int RunInfo(absl::Span<const std::string> args) {
     return 2;
   }
   const DeviceReport report = CollectDeviceReport(absl::GetFlag(FLAGS_kernel_check));
+  std::string nccl = cuda::FormatNcclVersion(report.versions.nccl);
+  if (report.versions.nccl <= 0 && !report.versions.nccl_error.empty()) {
+    nccl += " (" + report.versions.nccl_error + ")";
+  }
+  const DistributedReport distributed =
+      CollectDistributedReport(distributed::ProcessEnv(), std::move(nccl));
   if (absl::GetFlag(FLAGS_json)) {
-    std::printf("%s\n", DeviceReportToJson(report).dump(2).c_str());
+    nlohmann::json json = DeviceReportToJson(report);
+    json["distributed"] = DistributedReportToJson(distributed);
+    std::printf("%s\n", json.dump(2).c_str());
   } else {
-    std::printf("%s", FormatDeviceReport(report).c_str());
+    std::printf("%s\n%s", FormatDeviceReport(report).c_str(),
+                FormatDistributedReport(distributed).c_str());
   }
   bool usable = report.peer_access_error.ok();
   for (const GpuReport& gpu : report.gpus) {

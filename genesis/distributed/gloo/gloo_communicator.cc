@@ -24,6 +24,7 @@
 #include "gloo/barrier.h"
 #include "gloo/broadcast.h"
 #include "gloo/common/error.h"
+#include "gloo/config.h"
 #include "gloo/reduce.h"
 #include "gloo/rendezvous/context.h"
 #include "gloo/rendezvous/prefix_store.h"
@@ -370,6 +371,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(GroupInfo info,
     return absl::StrContains(e.what(), "imed out") ? absl::DeadlineExceededError(message)
                                                    : absl::UnavailableError(message);
   }
+}
+
+std::string GlooVersion() {
+  return absl::StrCat(GLOO_VERSION_MAJOR, ".", GLOO_VERSION_MINOR, ".", GLOO_VERSION_PATCH);
 }
 
 }  // namespace genesis::distributed::gloo_backend

@@ -26,6 +26,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(GroupInfo info,
                                                           std::shared_ptr<Store> store,
                                                           const std::string& hostname);
 
+// The version of the Gloo headers this build uses, "0.5.0".
+std::string GlooVersion();
+
 }  // namespace genesis::distributed::gloo_backend
 
 #endif  // GENESIS_DISTRIBUTED_GLOO_GLOO_COMMUNICATOR_H_

@@ -2,12 +2,15 @@
 //   bazel run -c opt //benchmarks/memory:allocator_benchmark
 // Each iteration allocates one block of the given size and frees it; after the first
 // iteration every allocation is a cache hit. Threads share one pool.
+// BM_ProfiledHostPool: the same pairs on a pool of their own with the memory profiler
+// off, on, and on with call stacks (profiled_pairs.h).
 #include <cstdlib>
 #include <memory>
 
 #include "benchmark/benchmark.h"
 #include "genesis/memory/caching_allocator.h"
 #include "benchmarks/memory/pool_pairs.h"
+#include "benchmarks/memory/profiled_pairs.h"
 #include "genesis/memory/host_backend.h"
 
 namespace genesis::memory {
@@ -22,6 +25,14 @@ CachingAllocator& HostPool() {
 }
 
 void BM_HostPool(benchmark::State& state) { RunCachedPairs(state, HostPool()); }
+
+void BM_ProfiledHostPool(benchmark::State& state) {
+  static CachingAllocator* pool =
+      CachingAllocator::Create(std::make_unique<HostBackend>(), AllocatorOptions{})
+          .value()
+          .release();
+  RunProfiledPairs(state, *pool);
+}
 
 void BM_Malloc(benchmark::State& state) {
   const size_t bytes = state.range(0);
@@ -39,6 +50,7 @@ void BM_Malloc(benchmark::State& state) {
 
 BENCHMARK(BM_HostPool)->GENESIS_PAIR_ARGS;
 BENCHMARK(BM_Malloc)->GENESIS_PAIR_ARGS;
+BENCHMARK(BM_ProfiledHostPool)->GENESIS_PROFILED_PAIR_ARGS;
 
 }  // namespace
 }  // namespace genesis::memory

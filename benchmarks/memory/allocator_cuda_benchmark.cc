@@ -4,6 +4,8 @@
 // cudaHostAlloc/cudaFreeHost, in one run on device 0.
 //   tools/gpu_bundle.sh, then on the GPU machine:
 //   gpu_bundle/benchmarks/benchmarks_memory_allocator_cuda_benchmark
+// BM_ProfiledDevicePool: the device pool's pairs with the memory profiler off, on, and
+// on with call stacks (profiled_pairs.h).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 
 #include "benchmark/benchmark.h"
 #include "benchmarks/memory/pool_pairs.h"
+#include "benchmarks/memory/profiled_pairs.h"
 #include "genesis/cuda/device_query.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/cuda_backend.h"
@@ -58,6 +61,11 @@ bool NeedsGpu(benchmark::State& state) {
 void BM_DevicePool(benchmark::State& state) {
   if (!NeedsGpu(state)) return;
   RunCachedPairs(state, DevicePool(), reinterpret_cast<StreamId>(ThreadStream()));
+}
+
+void BM_ProfiledDevicePool(benchmark::State& state) {
+  if (!NeedsGpu(state)) return;
+  RunProfiledPairs(state, DevicePool(), reinterpret_cast<StreamId>(ThreadStream()));
 }
 
 void BM_CudaMalloc(benchmark::State& state) {
@@ -120,6 +128,7 @@ void BM_CudaHostAlloc(benchmark::State& state) {
 
 BENCHMARK(BM_DevicePool)->GENESIS_PAIR_ARGS;
 BENCHMARK(BM_CudaMallocAsync)->GENESIS_PAIR_ARGS;
+BENCHMARK(BM_ProfiledDevicePool)->GENESIS_PROFILED_PAIR_ARGS;
 BENCHMARK(BM_CudaMalloc)->Arg(512)->Arg(1 << 20)->Arg(32 << 20)->UseRealTime();
 BENCHMARK(BM_PinnedPool)->Arg(64 << 20)->Threads(1)->Threads(4)->UseRealTime();
 BENCHMARK(BM_CudaHostAlloc)->Arg(64 << 20)->Iterations(20)->UseRealTime();

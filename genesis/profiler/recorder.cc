@@ -114,8 +114,8 @@ class Recorder::Core {
     return MyRingSlow();
   }
 
-  void Record(EventKind kind, uint64_t flags, int source, int aux, int64_t time_ns,
-              const AllocatorEvent* e) {
+  [[gnu::always_inline]] void Record(EventKind kind, uint64_t flags, int source, int aux,
+                                     int64_t time_ns, const AllocatorEvent* e) {
     RawEvent raw;
     raw.words[kTime] = static_cast<uint64_t>(time_ns);
     if (e != nullptr) {
@@ -139,6 +139,12 @@ class Recorder::Core {
     } else {
       ring.Push(raw, {});
     }
+  }
+
+  // The fast path's events: no OOM, no pool call, the tick clock's time.
+  void OnFastEvent(int source, const AllocatorEvent& e) {
+    const uint64_t flags = (e.cache_hit ? kHit : 0) | kFast | (e.small_pool ? kSmall : 0);
+    Record(KindOf(e.type), flags, source, -1, FastNow(), &e);
   }
 
   void OnEvent(int source, memory::CachingAllocator* pool, const AllocatorEvent& e) {
@@ -229,7 +235,7 @@ class Tap : public memory::AllocatorObserver {
   Tap(std::shared_ptr<Recorder::Core> core, int source, memory::CachingAllocator* pool)
       : core_(std::move(core)), source_(source), pool_(pool) {}
   void OnEvent(const AllocatorEvent& e) override { core_->OnEvent(source_, pool_, e); }
-  void OnFastEvent(const AllocatorEvent& e) override { core_->OnEvent(source_, pool_, e); }
+  void OnFastEvent(const AllocatorEvent& e) override { core_->OnFastEvent(source_, e); }
 
  private:
   const std::shared_ptr<Recorder::Core> core_;

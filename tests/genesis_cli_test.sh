@@ -43,6 +43,19 @@ check "replay names the bad line" 1 "bad.trace:2:" -- "$genesis" replay "$bad_tr
 check "replay of a missing file" 1 "no/such.trace" -- "$genesis" replay no/such.trace
 check "replay without traces" 2 "name one or more trace files" -- "$genesis" replay
 check "replay with a bad setting" 2 "bogus" -- "$genesis" replay "$trace" --alloc_conf=bogus:1
+out_dir=${TEST_TMPDIR:-/tmp}
+check "replay --timeline writes a Chrome trace" 0 "reserved/allocated" -- "$genesis" replay "$stepped_trace" --timeline "$out_dir/replay_timeline.json"
+check "the timeline has counters" 0 '"ph":"C"' -- cat "$out_dir/replay_timeline.json"
+check "replay --timeline to an unwritable path" 2 "cannot create '/no/such/dir/t.json'" -- "$genesis" replay "$trace" --timeline /no/such/dir/t.json
+check "replay --timeline takes one trace" 2 "take one trace" -- "$genesis" replay "$trace" "$trace" --timeline "$out_dir/t.json"
+# An error alone: no header and no empty table after it.
+out=$("$genesis" replay no/such.trace 2>/dev/null)
+if [[ -n "$out" ]]; then
+  echo "FAIL: replay of a missing file printed to stdout: $out"
+  failures=$((failures + 1))
+else
+  echo "ok: replay of a missing file prints no table"
+fi
 check "unknown flag" 1 "Unknown command line flag 'nosuchflag'" -- "$genesis" info --nosuchflag
 
 ((failures == 0)) && echo "all checks passed"

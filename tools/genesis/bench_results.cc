@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -46,11 +47,60 @@ struct Collected {
   std::string error;
 };
 
+// Google Benchmark writes counters that are not numbers as bare NaN / Infinity (which
+// Python's json reads but JSON does not allow): null outside strings instead.
+std::string NullNonNumbers(const std::string& text) {
+  static constexpr const char* kWords[] = {"-Infinity", "Infinity", "-NaN", "NaN", "-nan",
+                                           "nan", "-inf", "inf"};
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (const char* w : kWords) {
+      const size_t n = std::strlen(w);
+      if (text.compare(i, n, w) == 0) {
+        out += "null";
+        i += n - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
+double Number(const nlohmann::json& b, const char* key) {
+  const auto it = b.find(key);
+  return it != b.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
 }  // namespace
 
 absl::StatusOr<BenchFile> ParseBenchFile(const std::string& text, const std::string& name) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("benchmarks") ||
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(NullNonNumbers(text));
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": not JSON (", e.what(), ")"));
+  }
+  if (!j.is_object() || !j.contains("benchmarks") ||
       !j["benchmarks"].is_array()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": not a Google Benchmark JSON file (no \"benchmarks\" array)"));
@@ -69,15 +119,15 @@ absl::StatusOr<BenchFile> ParseBenchFile(const std::string& text, const std::str
       continue;
     }
     const double scale = UnitToNs(b.value("time_unit", std::string("ns")));
-    const double time = b.value("real_time", 0.0) * scale;
-    const double rate = b.value("bytes_per_second", 0.0);
+    const double time = Number(b, "real_time") * scale;
+    const double rate = Number(b, "bytes_per_second");
     if (b.value("run_type", std::string("iteration")) == "aggregate") {
       const std::string agg = b.value("aggregate_name", std::string());
       if (agg == "median") {
         c.median_time = time;
         c.median_rate = rate;
       } else if (agg == "cv") {
-        c.cv = b.value("real_time", 0.0);
+        c.cv = Number(b, "real_time");
       }
       continue;
     }

@@ -46,6 +46,17 @@ TEST(BenchResultsTest, AggregatesAloneAreEnough) {
   EXPECT_DOUBLE_EQ(f.results.at("BM_X").cv, 0.1);
 }
 
+// Google Benchmark writes counters that are not numbers as bare NaN / Infinity.
+TEST(BenchResultsTest, ToleratesNonNumbers) {
+  const std::string text = R"({"context": {"note": "NaN in a string"}, "benchmarks": [
+    {"name": "BM_X", "run_name": "BM_X", "run_type": "iteration", "real_time": 3,
+     "time_unit": "ns", "dropped": -nan, "other": Infinity, "bytes_per_second": NaN}]})";
+  const BenchFile f = ParseBenchFile(text, "x.json").value();
+  EXPECT_DOUBLE_EQ(f.results.at("BM_X").time_ns, 3);
+  EXPECT_DOUBLE_EQ(f.results.at("BM_X").bytes_per_second, 0);
+  EXPECT_EQ(f.context["note"], "NaN in a string");
+}
+
 TEST(BenchResultsTest, RejectsOtherText) {
   const auto r = ParseBenchFile("{\"rows\": []}", "summary.json");
   ASSERT_FALSE(r.ok());

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -406,8 +407,18 @@ int RunBench(absl::Span<const std::string> args) {
                 targets ? absl::StrCat(met, " of ", targets) : "-"});
     }
     std::printf("%s", t.Render().c_str());
+    // Runs that did not run, grouped by what became of them and why.
+    std::vector<std::pair<std::string, std::vector<std::string>>> groups;
     for (const RunOutcome& o : input.runs) {
-      if (o.status != "ran") std::printf("%s %s: %s\n", o.run_id.c_str(), o.status.c_str(), o.reason.c_str());
+      if (o.status == "ran") continue;
+      const std::string why = o.status + ": " + o.reason;
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto& g) { return g.first == why; });
+      if (it == groups.end()) it = groups.insert(groups.end(), {why, {}});
+      it->second.push_back(o.run_id);
+    }
+    for (const auto& [why, ids] : groups) {
+      std::printf("%s %s\n", absl::StrJoin(ids, ", ").c_str(), why.c_str());
     }
     if (!input.plots_skipped.empty()) std::printf("plots skipped: %s\n", input.plots_skipped.c_str());
     std::printf("took %.0f s\nreport: %s/report.md\n", input.seconds, s.out.c_str());

@@ -83,6 +83,10 @@ absl::Status Stream::Wait(const Event& /*event*/) const {
   return NoCudaSupportError("make a CUDA stream wait for an event");
 }
 
+absl::Status WaitEvent(CUstream_st* /*stream*/, const Event& /*event*/) {
+  return NoCudaSupportError("make a CUDA stream wait for an event");
+}
+
 // event.h (no Event can be created, so every Event is empty.)
 
 absl::StatusOr<Event> Event::Create(int device, bool /*timing*/) {

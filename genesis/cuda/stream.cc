@@ -78,4 +78,11 @@ absl::Status Stream::Wait(const Event& event) const {
                     device_);
 }
 
+absl::Status WaitEvent(CUstream_st* stream, const Event& event) {
+  if (!event.valid()) return internal::EmptyHandleError("Event", "WaitEvent");
+  return CudaStatus(cudaStreamWaitEvent(stream, event.native(), 0),
+                    absl::StrCat("cudaStreamWaitEvent(event of cuda:", event.device(), ")"),
+                    event.device());
+}
+
 }  // namespace genesis::cuda

@@ -90,6 +90,11 @@ class Stream {
   bool non_blocking_ = true;
 };
 
+// Stream::Wait for a stream this code does not own (a storage's stream; nullptr is the
+// legacy default stream): work queued on `stream` from now on waits for `event`.
+// FailedPrecondition if `event` is empty or in the CPU-only build.
+absl::Status WaitEvent(CUstream_st* stream, const Event& event);
+
 }  // namespace genesis::cuda
 
 #endif  // GENESIS_CUDA_STREAM_H_

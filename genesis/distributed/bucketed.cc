@@ -1,10 +1,14 @@
 #include "genesis/distributed/bucketed.h"
 
 #include <functional>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "genesis/core/status.h"
+#include "genesis/cuda/event.h"
+#include "genesis/cuda/stream.h"
 #include "genesis/storage/layout.h"
 #include "genesis/transfer/batch_copy.h"
 
@@ -18,7 +22,7 @@ using Collective = std::function<absl::StatusOr<Work>(const Storage&)>;
 
 // Copies between each member and its place in `flat`: into flat when `pack`.
 absl::Status Move(absl::Span<const Storage> storages, const Bucket& bucket, const Storage& flat,
-                  bool pack) {
+                  bool pack, CUstream_st* stream) {
   GENESIS_ASSIGN_OR_RETURN(transfer::BatchCopier * copier, transfer::BatchCopier::Default());
   std::vector<transfer::CopyRequest> requests;
   requests.reserve(bucket.members.size());
@@ -37,7 +41,30 @@ absl::Status Move(absl::Span<const Storage> storages, const Bucket& bucket, cons
     cursor += s.nbytes();
   }
   if (flat.device().is_cpu()) return copier->Copy(requests);
-  return copier->CopyAsync(requests, flat.device(), flat.stream());
+  return copier->CopyAsync(requests, flat.device(), stream);
+}
+
+// The stream that packed buckets' collectives run on, one per GPU for the process, so
+// that bucket k's collective overlaps the packing of bucket k + 1 on the storages'
+// stream.
+absl::StatusOr<CUstream_st*> CollectiveStream(Device device) {
+  static std::mutex mu;
+  static auto* streams = new std::map<int, cuda::Stream>();  // Never destroyed.
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = streams->find(device.index());
+  if (it == streams->end()) {
+    GENESIS_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::Stream::Create(device.index()));
+    it = streams->emplace(device.index(), std::move(stream)).first;
+  }
+  return it->second.native();
+}
+
+// Makes work queued on `to` from now on wait for the work queued on `from` so far.
+absl::Status Order(CUstream_st* from, CUstream_st* to, Device device) {
+  GENESIS_ASSIGN_OR_RETURN(cuda::Event event, cuda::Event::Create(device.index()));
+  GENESIS_RETURN_IF_ERROR(event.Record(from));
+  // Destroying the event now is fine: CUDA releases it once the wait is done.
+  return cuda::WaitEvent(to, event);
 }
 
 // The memory of an in-place bucket as one storage.
@@ -60,18 +87,26 @@ absl::StatusOr<Work> RunBucketed(ProcessGroup& group, absl::Span<const Storage> 
   };
   std::vector<Pending> pending;
   pending.reserve(buckets.size());
+  const bool on_gpu = group.device().is_cuda();
   for (const Bucket& bucket : buckets) {
     const Storage& first = storages[bucket.members.front()];
     Storage flat;
     if (bucket.in_place) {
       GENESIS_ASSIGN_OR_RETURN(flat, Span1D(storages, bucket));
     } else {
+      // GPU: the bucket lives on the collective stream; packing runs on the storages'
+      // stream once that stream is done with the memory, and the collective once the
+      // packing is done.
       storage::StorageOptions flat_options;
-      flat_options.stream = first.stream();
+      if (on_gpu) {
+        GENESIS_ASSIGN_OR_RETURN(flat_options.stream, CollectiveStream(first.device()));
+      }
       GENESIS_ASSIGN_OR_RETURN(
           flat, storage::Empty({static_cast<int64_t>(bucket.bytes / ItemSize(bucket.dtype))},
                                bucket.dtype, first.device(), flat_options));
-      GENESIS_RETURN_IF_ERROR(Move(storages, bucket, flat, /*pack=*/true));
+      if (on_gpu) GENESIS_RETURN_IF_ERROR(Order(flat.stream(), first.stream(), first.device()));
+      GENESIS_RETURN_IF_ERROR(Move(storages, bucket, flat, /*pack=*/true, first.stream()));
+      if (on_gpu) GENESIS_RETURN_IF_ERROR(Order(first.stream(), flat.stream(), first.device()));
     }
     absl::StatusOr<Work> work = collective(flat);
     if (!work.ok()) {
@@ -82,17 +117,24 @@ absl::StatusOr<Work> RunBucketed(ProcessGroup& group, absl::Span<const Storage> 
     pending.push_back({&bucket, std::move(flat), *std::move(work)});
   }
   if (pending.empty()) return Work();
-  const bool on_cpu = group.device().is_cpu();
   absl::Status status;
   for (Pending& p : pending) {
-    if (on_cpu) {
+    if (p.bucket->in_place) continue;
+    const Storage& first = storages[p.bucket->members.front()];
+    if (on_gpu) {
+      status.Update(Order(p.flat.stream(), first.stream(), first.device()));
+    } else {
       status.Update(p.work.Wait());
-      if (!status.ok()) continue;
     }
-    if (!p.bucket->in_place) status.Update(Move(storages, *p.bucket, p.flat, /*pack=*/false));
+    if (status.ok()) {
+      status.Update(Move(storages, *p.bucket, p.flat, /*pack=*/false, first.stream()));
+    }
   }
+  std::vector<Work> works;
+  for (Pending& p : pending) works.push_back(p.work);
+  if (!on_gpu) status.Update(WaitAll(works));  // In-place buckets too.
   GENESIS_RETURN_IF_ERROR(status);
-  return on_cpu ? Work() : pending.back().work;
+  return on_gpu ? Work::All(std::move(works)) : Work();
 }
 
 }  // namespace

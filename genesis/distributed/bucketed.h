@@ -10,9 +10,11 @@
 // bucket that is already one buffer (gradients as views of a flat buffer) goes without
 // copies. Buckets overlap: bucket k's collective runs while bucket k + 1 is packed.
 //
-// GPU groups: everything is queued on the storages' stream, and the Work finishes with
-// the last collective, the unpacking copies following it on that stream. CPU groups:
-// the call returns once every bucket is reduced and unpacked.
+// GPU groups: the call returns once everything is queued. Packing and unpacking run on
+// the storages' stream (which waits for each bucket's collective before unpacking it),
+// packed buckets' collectives on a collective stream of the GPU, so later work on the
+// storages' stream sees every result; the Work finishes with the last collective. CPU
+// groups: the call returns once every bucket is reduced and unpacked.
 #ifndef GENESIS_DISTRIBUTED_BUCKETED_H_
 #define GENESIS_DISTRIBUTED_BUCKETED_H_
 

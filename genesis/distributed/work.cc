@@ -14,7 +14,35 @@ std::shared_ptr<internal::WorkState> FinishedState() {
   state->Finish(absl::OkStatus());
   return state;
 }
+// Finished when all of its parts are.
+class AllState final : public internal::WorkState {
+ public:
+  explicit AllState(std::vector<Work> parts)
+      : WorkState(Describe(parts), Kind::kPolled), parts_(std::move(parts)) {}
+
+ protected:
+  void Progress() override {
+    for (const Work& part : parts_) {
+      if (!part.Done()) return;
+    }
+    absl::Status first;
+    for (const Work& part : parts_) first.Update(part.status());
+    Finish(first);
+  }
+
+ private:
+  static std::string Describe(const std::vector<Work>& parts) {
+    if (parts.empty()) return "nothing";
+    return absl::StrCat(parts.size(), " operations, the first ", parts.front().description());
+  }
+  const std::vector<Work> parts_;
+};
+
 }  // namespace
+
+Work Work::All(std::vector<Work> works) {
+  return Work(std::make_shared<AllState>(std::move(works)));
+}
 
 Work::Work() : state_(FinishedState()) {}
 

@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -36,6 +37,8 @@ class Work {
  public:
   // A Work that has finished successfully (for operations with nothing to do).
   Work();
+  // A Work that finishes when every one of `works` has, with the first error among them.
+  static Work All(std::vector<Work> works);
   explicit Work(std::shared_ptr<internal::WorkState> state);
 
   // True once the operation has finished, successfully or not. Never blocks.

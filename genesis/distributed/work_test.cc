@@ -84,6 +84,19 @@ TEST(WorkTest, RetainedObjectsLiveUntilTheOperationFinishes) {
   EXPECT_TRUE(watch_late.expired());
 }
 
+TEST(WorkTest, AllFinishesWhenEveryPartHas) {
+  auto a = std::make_shared<WorkState>("a", WorkState::Kind::kCompleted);
+  auto b = std::make_shared<WorkState>("b", WorkState::Kind::kCompleted);
+  Work all = Work::All({Work(a), Work(b)});
+  EXPECT_FALSE(all.Done());
+  a->Finish(absl::OkStatus());
+  EXPECT_FALSE(all.Done());
+  b->Finish(absl::DataLossError("b lost"));
+  EXPECT_TRUE(all.Done());
+  EXPECT_EQ(all.Wait().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(Work::All({}).Wait().ok());
+}
+
 TEST(WorkTest, WaitAllReturnsTheFirstError) {
   auto a = std::make_shared<WorkState>("a", WorkState::Kind::kCompleted);
   auto b = std::make_shared<WorkState>("b", WorkState::Kind::kCompleted);

@@ -2,34 +2,70 @@
 # Runs every test binary of a GPU bundle (tools/gpu_bundle.sh) and ends with
 # "N passed, N failed". Tests that skip for lack of a device count as passed, and their
 # skip messages are shown. Exits non-zero if any test failed.
-#   run_gpu_tests.sh [--gtest_filter=...]
+#   run_gpu_tests.sh [--sanitize[=memcheck,racecheck,synccheck,initcheck]]
+#                    [--only=NAME_PATTERN] [--gtest_filter=...]
+# --sanitize runs each binary under compute-sanitizer once per tool (default: all four;
+# memcheck with --leak-check full); a run passes only if the test passes and the tool
+# reports no error. Each (binary, tool) pair counts as one run.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH="$here${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on shared machines
+
+tools=("")
+only=""
+args=()
+for a in "$@"; do
+  case $a in
+    --sanitize) tools=(memcheck racecheck synccheck initcheck) ;;
+    --sanitize=*) IFS=, read -r -a tools <<<"${a#--sanitize=}" ;;
+    --only=*) only=${a#--only=} ;;
+    *) args+=("$a") ;;
+  esac
+done
+if [[ -n ${tools[0]} ]] && ! command -v compute-sanitizer >/dev/null; then
+  echo "run_gpu_tests.sh: --sanitize needs compute-sanitizer on the PATH" >&2
+  exit 2
+fi
+
 passed=0
 failed=0
 failures=()
 for t in "$here"/tests/*; do
   [[ -x $t && -f $t ]] || continue
   name=$(basename "$t")
-  start=$EPOCHREALTIME
-  out=$("$t" "$@" 2>&1)
-  rc=$?
-  secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-  skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z]' <<<"$out" || true)
-  if ((rc == 0)); then
-    passed=$((passed + 1))
-    note=""
-    ((skipped > 0)) && note=", $skipped skipped"
-    echo "PASS $name (${secs} s$note)"
-    grep -A1 ': Skipped$' <<<"$out" | grep -vE ': Skipped$|^--$' | sort -u | sed 's/^/     skip: /' | head -3
-  else
-    failed=$((failed + 1))
-    failures+=("$name")
-    echo "FAIL $name (exit $rc, ${secs} s)"
-    echo "$out" | tail -40 | sed 's/^/     /'
-  fi
+  [[ -n $only && $name != *$only* ]] && continue
+  for tool in "${tools[@]}"; do
+    label=$name
+    cmd=("$t" "${args[@]}")
+    if [[ -n $tool ]]; then
+      label="$name [$tool]"
+      extra=()
+      [[ $tool == memcheck ]] && extra=(--leak-check full)
+      cmd=(compute-sanitizer --tool "$tool" "${extra[@]}" --target-processes all
+           --error-exitcode 99 "$t" "${args[@]}")
+    fi
+    start=$EPOCHREALTIME
+    out=$("${cmd[@]}" 2>&1)
+    rc=$?
+    secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+    skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z]' <<<"$out" || true)
+    # compute-sanitizer ends with "ERROR SUMMARY: N errors"; leaks count as errors.
+    sanitizer_errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' <<<"$out" | tail -1)
+    if ((rc == 0)) && [[ -z $sanitizer_errors || $sanitizer_errors == 0 ]]; then
+      passed=$((passed + 1))
+      note=""
+      ((skipped > 0)) && note=", $skipped skipped"
+      echo "PASS $label (${secs} s$note)"
+      grep -A1 ': Skipped$' <<<"$out" | grep -vE ': Skipped$|^--$' | sort -u | sed 's/^/     skip: /' | head -3
+    else
+      failed=$((failed + 1))
+      failures+=("$label")
+      echo "FAIL $label (exit $rc, ${secs} s${sanitizer_errors:+, $sanitizer_errors sanitizer errors})"
+      echo "$out" | grep -E '^=========|FAILED|Failure' | head -30 | sed 's/^/     /'
+      echo "$out" | tail -15 | sed 's/^/     /'
+    fi
+  done
 done
 ((failed)) && echo "failed: ${failures[*]}"
 echo "$passed passed, $failed failed"

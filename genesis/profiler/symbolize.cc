@@ -82,9 +82,8 @@ std::string Frame::ToString() const {
 
 bool IsMemorySystemFrame(const std::string& f) {
   for (const char* prefix :
-       {"genesis::memory::", "genesis::profiler::", "genesis::storage::internal::", "absl::",
-        "std::", "__gnu_cxx::", "genesis::storage::Storage::Allocate",
-        "genesis::storage::(anonymous namespace)"}) {
+       {"genesis::memory::", "genesis::profiler::", "genesis::storage::", "absl::",
+        "std::", "__gnu_cxx::"}) {
     if (absl::StartsWith(f, prefix)) return true;
   }
   return false;

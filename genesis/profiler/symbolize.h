@@ -3,7 +3,7 @@
 // Function names come from absl::Symbolize (demangled); file:line from `addr2line`
 // (binutils) when it is installed and the binary has debug information, else they are
 // left out. A call site is the first frame outside the memory system (the pools, the
-// profiler, the storage factories, abseil and the standard library).
+// profiler, the storage layer, abseil and the standard library).
 #ifndef GENESIS_PROFILER_SYMBOLIZE_H_
 #define GENESIS_PROFILER_SYMBOLIZE_H_
 

@@ -17,7 +17,8 @@ flags=(--config=bundle --config=cuda "$@")
 
 tests=$(bazel query 'attr(tags, "\bgpu\b|\bmulti_gpu\b", tests(//...))' 2>/dev/null)
 benchmarks=$(bazel query 'kind(cc_binary, //benchmarks/...)' 2>/dev/null || true)
-targets=(//tools/genesis:genesis //genesis/distributed:data_parallel_step $tests $benchmarks)
+targets=(//tools/genesis:genesis //genesis/distributed:data_parallel_step
+         //examples/profile_memory:profile_memory $tests $benchmarks)
 bazel build "${flags[@]}" "${targets[@]}"
 bin=$(bazel info "${flags[@]}" bazel-bin 2>/dev/null)
 
@@ -30,6 +31,8 @@ copy() {  # copy LABEL DEST_DIR: the binary of LABEL, named after its package an
 }
 install -m 755 "$bin/tools/genesis/genesis" "$out/genesis"
 install -m 755 "$bin/genesis/distributed/data_parallel_step" "$out/data_parallel_step"
+# The memory profiler example (its picture script is built in; matplotlib draws it).
+install -m 755 "$bin/examples/profile_memory/profile_memory" "$out/profile_memory"
 for t in $tests; do copy "$t" "$out/tests"; done
 for b in $benchmarks; do copy "$b" "$out/benchmarks"; done
 cp -L "$(bazel info output_base)/external/com_github_google_benchmark/lib/libbenchmark.so" \

@@ -1,0 +1,204 @@
+// Planning a batch of copies on the CPU: PlanBatch (genesis/transfer/batch_plan.h) for
+// batches of 1,024 requests on a fake two-GPU topology (peer access both ways, batch
+// memcpy available). No GPU and no CUDA: the addresses are never dereferenced, so this
+// builds and runs in the CPU-only build too.
+//
+//   bazel run -c opt //benchmarks/transfer:batch_plan_benchmark --
+//       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// The time column is one PlanBatch of the whole batch (ns per 1,024 requests);
+// ns_per_request divides the CPU time by the batch size. Fake addresses: each device
+// has a buffer of sources and one of destinations. The batches:
+//
+//  * D2D_1024x16KiB: 1,024 x 16 KiB within cuda:0, gathered from one buffer into
+//    another in order (one fused group);
+//  * D2D_1024x16KiB_Interleaved: the same, with sources and destinations alternating
+//    in one buffer (the sources' span overlaps the destinations');
+//  * D2D_1024x16KiB_Shuffled: the same requests in a random order (the overlap check
+//    sorts the destinations);
+//  * Mixed1024: 256 each of pinned cpu -> cuda:0 (16 KiB), cuda:0 -> pinned cpu
+//    (16 KiB), cuda:0 -> cuda:1 and cuda:1 -> cuda:0 (64 KiB), interleaved (four fused
+//    groups on four streams);
+//  * H2D_Mixed1024_Sizes: 1,024 from pinned cpu to cuda:0 of 256 B .. 8 MiB
+//    (log-uniform), which split into fused, copy-engine and batch memcpy groups.
+//
+// Each batch's plan is checked once before timing (the expected groups), so that a
+// planner that stopped fusing does not look fast.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "benchmark/benchmark.h"
+#include "genesis/core/device.h"
+#include "genesis/transfer/batch_plan.h"
+
+namespace genesis::transfer {
+namespace {
+
+constexpr size_t kCount = 1024;
+constexpr size_t KiB = size_t{1} << 10;
+
+// Two GPUs, each with access to the other, and cudaMemcpyBatchAsync.
+Topology TwoGpus() {
+  Topology topology;
+  topology.device_count = 2;
+  topology.peer_access = {{false, true}, {true, false}};
+  topology.batch_memcpy_available = true;
+  return topology;
+}
+
+// Fake memory of one device: disjoint, 512-byte aligned ranges one after another.
+class Region {
+ public:
+  explicit Region(uintptr_t base) : next_(base) {}
+  void* Next(size_t bytes) {
+    const uintptr_t p = next_;
+    next_ += (bytes + 511) / 512 * 512;
+    return reinterpret_cast<void*>(p);
+  }
+
+ private:
+  uintptr_t next_;
+};
+
+// A source and a destination buffer per device (cpu, cuda:0, cuda:1), as a caller
+// gathering into or scattering from one flat buffer has; with `interleaved`, sources and
+// destinations alternate in one buffer per device instead.
+class Memory {
+ public:
+  explicit Memory(bool interleaved = false) : interleaved_(interleaved) {}
+
+  CopyRequest Request(Device src, Device dst, size_t bytes) {
+    return {.src = RegionOf(src, /*is_dst=*/false).Next(bytes),
+            .src_device = src,
+            .src_pinned = src.is_cpu(),
+            .dst = RegionOf(dst, /*is_dst=*/true).Next(bytes),
+            .dst_device = dst,
+            .dst_pinned = dst.is_cpu(),
+            .bytes = bytes};
+  }
+
+ private:
+  Region& RegionOf(Device device, bool is_dst) {
+    const int d = device.is_cpu() ? 0 : 1 + device.index();
+    return regions_[d][is_dst && !interleaved_ ? 1 : 0];
+  }
+
+  bool interleaved_;
+  Region regions_[3][2] = {{Region(uintptr_t{1} << 40), Region(uintptr_t{2} << 40)},
+                           {Region(uintptr_t{3} << 40), Region(uintptr_t{4} << 40)},
+                           {Region(uintptr_t{5} << 40), Region(uintptr_t{6} << 40)}};
+};
+
+std::vector<CopyRequest> DeviceBatch(bool interleaved = false) {
+  Memory memory(interleaved);
+  std::vector<CopyRequest> requests;
+  for (size_t i = 0; i < kCount; ++i) {
+    requests.push_back(memory.Request(Device::Cuda(0), Device::Cuda(0), 16 * KiB));
+  }
+  return requests;
+}
+
+std::vector<CopyRequest> Shuffled(std::vector<CopyRequest> requests) {
+  std::mt19937 rng(7);
+  std::shuffle(requests.begin(), requests.end(), rng);
+  return requests;
+}
+
+std::vector<CopyRequest> MixedBatch() {
+  Memory memory;
+  std::vector<CopyRequest> requests;
+  const Device cpu = Device::Cpu();
+  const Device gpu0 = Device::Cuda(0);
+  const Device gpu1 = Device::Cuda(1);
+  for (size_t i = 0; i < kCount / 4; ++i) {
+    requests.push_back(memory.Request(cpu, gpu0, 16 * KiB));
+    requests.push_back(memory.Request(gpu0, cpu, 16 * KiB));
+    requests.push_back(memory.Request(gpu0, gpu1, 64 * KiB));
+    requests.push_back(memory.Request(gpu1, gpu0, 64 * KiB));
+  }
+  return requests;
+}
+
+std::vector<CopyRequest> MixedSizesBatch() {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<double> log_size(std::log(256.0),
+                                                  std::log(double{8 << 20}));
+  Memory memory;
+  std::vector<CopyRequest> requests;
+  for (size_t i = 0; i < kCount; ++i) {
+    const auto bytes = static_cast<size_t>(std::exp(log_size(rng)));
+    requests.push_back(memory.Request(Device::Cpu(), Device::Cuda(0), bytes));
+  }
+  return requests;
+}
+
+// Plans `requests` once and checks the mechanisms of its groups, then times PlanBatch.
+void BM_PlanBatch(benchmark::State& state, const std::vector<CopyRequest>& requests,
+                  const std::vector<Mechanism>& expected) {
+  const Topology topology = TwoGpus();
+  const PlanOptions options;
+  absl::StatusOr<BatchPlan> plan = PlanBatch(requests, topology, options);
+  if (!plan.ok()) {
+    state.SkipWithError(plan.status().ToString().c_str());
+    return;
+  }
+  std::vector<Mechanism> mechanisms;
+  for (const CopyGroup& group : plan->groups) mechanisms.push_back(group.mechanism);
+  if (mechanisms != expected) {
+    state.SkipWithError(("unexpected plan:\n" + plan->ToString()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<BatchPlan> planned = PlanBatch(requests, topology, options);
+    benchmark::DoNotOptimize(planned);
+    if (!planned.ok()) {
+      state.SkipWithError(planned.status().ToString().c_str());
+      break;
+    }
+  }
+  const auto count = static_cast<double>(requests.size());
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(requests.size()));
+  state.counters["ns_per_request"] = benchmark::Counter(
+      count, benchmark::Counter::kIsIterationInvariantRate |
+                        benchmark::Counter::kInvert);
+}
+
+void RegisterAll() {
+  using M = Mechanism;
+  static const auto* const device = new std::vector<CopyRequest>(DeviceBatch());
+  static const auto* const interleaved = new std::vector<CopyRequest>(DeviceBatch(true));
+  static const auto* const shuffled = new std::vector<CopyRequest>(Shuffled(DeviceBatch()));
+  static const auto* const mixed = new std::vector<CopyRequest>(MixedBatch());
+  static const auto* const sizes = new std::vector<CopyRequest>(MixedSizesBatch());
+  const auto add = [](const char* name, const std::vector<CopyRequest>* requests,
+                      std::vector<Mechanism> expected) {
+    benchmark::RegisterBenchmark(name, [=](benchmark::State& state) {
+      BM_PlanBatch(state, *requests, expected);
+    })->Unit(benchmark::kNanosecond);
+  };
+  add("BM_PlanBatch_D2D_1024x16KiB", device, {M::kFusedKernel});
+  add("BM_PlanBatch_D2D_1024x16KiB_Interleaved", interleaved, {M::kFusedKernel});
+  add("BM_PlanBatch_D2D_1024x16KiB_Shuffled", shuffled, {M::kFusedKernel});
+  add("BM_PlanBatch_Mixed1024", mixed,
+      {M::kFusedKernel, M::kFusedKernel, M::kPeerFusedKernel, M::kPeerFusedKernel});
+  add("BM_PlanBatch_H2D_Mixed1024_Sizes", sizes,
+      {M::kFusedKernel, M::kCopyEngine, M::kBatchMemcpy});
+}
+
+}  // namespace
+}  // namespace genesis::transfer
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  genesis::transfer::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -30,22 +30,22 @@ uint64_t EventRing::Read(std::vector<RingEntry>* out) const {
     e.sequence = i;
     const Slot& slot = slots_[i & mask_];
     for (int w = 0; w < 8; ++w) {
-      e.event.words[w] = slot.words[w].load(std::memory_order_relaxed);
+      e.event.words[w] = slot.words[w].load(ring_internal::kSlotLoad);
     }
     if (stack_depth_ > 0) {
-      const uint32_t depth = std::min<uint32_t>(slot.depth.load(std::memory_order_relaxed),
+      const uint32_t depth = std::min<uint32_t>(slot.depth.load(ring_internal::kSlotLoad),
                                                 static_cast<uint32_t>(stack_depth_));
       const std::atomic<uintptr_t>* frames = &frames_[(i & mask_) * stack_depth_];
       e.stack.reserve(depth);
       for (uint32_t f = 0; f < depth; ++f) {
-        e.stack.push_back(frames[f].load(std::memory_order_relaxed));
+        e.stack.push_back(frames[f].load(ring_internal::kSlotLoad));
       }
     }
     copied.push_back(std::move(e));
   }
   // Events below begun - cap may have been overwritten, wholly or in part, during the
   // copy; the others were not.
-  std::atomic_thread_fence(std::memory_order_acquire);
+  ring_internal::ReaderFence();
   const uint64_t begun = begun_.load(std::memory_order_relaxed);
   const uint64_t valid_from = begun > cap ? begun - cap : 0;
   for (RingEntry& e : copied) {

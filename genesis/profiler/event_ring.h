@@ -23,6 +23,22 @@
 #include "absl/types/span.h"
 
 namespace genesis::profiler {
+namespace ring_internal {
+// ThreadSanitizer does not model fences (gcc refuses them under -fsanitize=thread): there
+// the slots are written with release and read with acquire stores instead, the same
+// ordering at a higher price.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr std::memory_order kSlotStore = std::memory_order_release;
+inline constexpr std::memory_order kSlotLoad = std::memory_order_acquire;
+inline void WriterFence() {}
+inline void ReaderFence() {}
+#else
+inline constexpr std::memory_order kSlotStore = std::memory_order_relaxed;
+inline constexpr std::memory_order kSlotLoad = std::memory_order_relaxed;
+inline void WriterFence() { std::atomic_thread_fence(std::memory_order_release); }
+inline void ReaderFence() { std::atomic_thread_fence(std::memory_order_acquire); }
+#endif
+}  // namespace ring_internal
 
 // One recorded event as the ring stores it: eight words, interpreted by the recorder.
 struct RawEvent {
@@ -52,18 +68,18 @@ class EventRing {
     // Says which slot is being overwritten before overwriting it: a reader that saw any
     // store below sees this one too (the fences pair with Read's acquire fence).
     begun_.store(index + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
+    ring_internal::WriterFence();
     Slot& slot = slots_[index & mask_];
     for (int i = 0; i < 8; ++i) {
-      slot.words[i].store(event.words[i], std::memory_order_relaxed);
+      slot.words[i].store(event.words[i], ring_internal::kSlotStore);
     }
     if (stack_depth_ > 0) {
       std::atomic<uintptr_t>* frames = &frames_[(index & mask_) * stack_depth_];
       const size_t n = std::min<size_t>(stack.size(), stack_depth_);
       for (size_t i = 0; i < n; ++i) {
-        frames[i].store(reinterpret_cast<uintptr_t>(stack[i]), std::memory_order_relaxed);
+        frames[i].store(reinterpret_cast<uintptr_t>(stack[i]), ring_internal::kSlotStore);
       }
-      slot.depth.store(static_cast<uint32_t>(n), std::memory_order_relaxed);
+      slot.depth.store(static_cast<uint32_t>(n), ring_internal::kSlotStore);
     }
     head_.store(index + 1, std::memory_order_release);
   }

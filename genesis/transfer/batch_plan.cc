@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -205,6 +205,76 @@ absl::Status CheckOverlaps(absl::Span<const CopyRequest> requests) {
   return absl::OkStatus();
 }
 
+// The old checks, for batches the fast pass below cannot clear: every request's own
+// checks in order, then the overlaps. They produce every error message.
+absl::Status CheckAll(absl::Span<const CopyRequest> requests, const Topology& topology) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    GENESIS_RETURN_IF_ERROR(CheckRequest(i, requests[i], topology));
+  }
+  return CheckOverlaps(requests);
+}
+
+// Devices whose ranges the fast pass tracks: the CPU and cuda:0 .. cuda:14.
+constexpr int kTrackedDevices = 16;
+
+// The ranges the fast pass has seen on one device.
+struct DeviceSpan {
+  uintptr_t last_dst_end = 0;  // End of the last destination, in request order.
+  uintptr_t dst_lo = UINTPTR_MAX, dst_hi = 0;  // Hull of the destinations.
+  uintptr_t src_lo = UINTPTR_MAX, src_hi = 0;  // Hull of the sources.
+};
+
+// The slot of `device` in the fast pass's table, or -1 if it is not tracked.
+int SlotOf(Device device) {
+  const int slot = device.is_cpu() ? 0 : device.index() + 1;
+  return slot < kTrackedDevices ? slot : -1;
+}
+
+// All of PlanBatch's request checks in one pass without allocating, for the usual
+// batch: on each device the destinations come in address order without touching each
+// other, and the sources lie apart from the destinations. The pass proves such a batch
+// valid: destinations that each begin at or after the previous one's end (per device)
+// are disjoint, and no destination can overlap a source when the span of the sources
+// and the span of the destinations of a device do not meet. Any other batch, valid or
+// not, goes through CheckAll, which finds the same errors in the same order as always.
+absl::Status CheckRequests(absl::Span<const CopyRequest> requests,
+                           const Topology& topology) {
+  DeviceSpan spans[kTrackedDevices];
+  bool proven = true;
+  for (const CopyRequest& r : requests) {
+    if ((r.src_device.is_cuda() && r.src_device.index() >= topology.device_count) ||
+        (r.dst_device.is_cuda() && r.dst_device.index() >= topology.device_count)) {
+      return CheckAll(requests, topology);
+    }
+    if (r.bytes == 0) continue;
+    const auto s = reinterpret_cast<uintptr_t>(r.src);
+    const auto d = reinterpret_cast<uintptr_t>(r.dst);
+    if (s == 0 || d == 0 || r.bytes > UINTPTR_MAX - s || r.bytes > UINTPTR_MAX - d ||
+        (r.src_device == r.dst_device && s < d + r.bytes && d < s + r.bytes)) {
+      return CheckAll(requests, topology);
+    }
+    const int src_slot = SlotOf(r.src_device);
+    const int dst_slot = SlotOf(r.dst_device);
+    if (src_slot < 0 || dst_slot < 0) {
+      proven = false;
+      continue;
+    }
+    DeviceSpan& dst_span = spans[dst_slot];
+    proven &= d >= dst_span.last_dst_end;
+    dst_span.last_dst_end = d + r.bytes;
+    dst_span.dst_lo = std::min(dst_span.dst_lo, d);
+    dst_span.dst_hi = std::max(dst_span.dst_hi, d + r.bytes);
+    DeviceSpan& src_span = spans[src_slot];
+    src_span.src_lo = std::min(src_span.src_lo, s);
+    src_span.src_hi = std::max(src_span.src_hi, s + r.bytes);
+  }
+  for (const DeviceSpan& span : spans) {
+    // Empty hulls (lo > hi) never meet anything.
+    proven &= span.dst_hi <= span.src_lo || span.src_hi <= span.dst_lo;
+  }
+  return proven ? absl::OkStatus() : CheckOverlaps(requests);
+}
+
 Direction DirectionOf(const CopyRequest& r) {
   if (r.src_device.is_cpu()) {
     return r.dst_device.is_cpu() ? Direction::kHostToHost : Direction::kHostToDevice;
@@ -220,14 +290,14 @@ struct GroupKey {
   friend bool operator<(const GroupKey& a, const GroupKey& b) {
     return std::tie(a.direction, a.src, a.dst) < std::tie(b.direction, b.src, b.dst);
   }
+  friend bool operator==(const GroupKey&, const GroupKey&) = default;
 };
 
 std::string Bytes(size_t n) { return FormatByteSize(n); }
 
-std::string ReasonFor(Rule rule, const std::vector<size_t>& members,
-                      const CopyRequest& first, const Topology& topology,
-                      const PlanOptions& o, size_t small_count, size_t batchable_count) {
-  const size_t n = members.size();
+std::string ReasonFor(Rule rule, size_t n, const CopyRequest& first,
+                      const Topology& topology, const PlanOptions& o, size_t small_count,
+                      size_t batchable_count) {
   switch (rule) {
     case Rule::kHostToHost:
       return "host to host: memcpy";
@@ -276,84 +346,93 @@ std::string ReasonFor(Rule rule, const std::vector<size_t>& members,
   return "";
 }
 
-// Assigns a rule to each request of one (direction, devices) group.
-std::vector<Rule> Classify(Direction direction, absl::Span<const CopyRequest> requests,
-                           const std::vector<size_t>& members, const Topology& topology,
-                           const PlanOptions& o, size_t& small_count,
-                           size_t& batchable_count) {
-  std::vector<Rule> rules(members.size());
+// What a copy is, before its group's counts decide its rule.
+enum class Kind : uint8_t {
+  kSmall,   // Small enough to fuse (and its host side, if any, pinned).
+  kStaged,  // Pageable host side, large enough for the staging pipeline.
+  kLarge,   // At least copy_engine_min_bytes (or, between devices, above
+            // fused_max_bytes).
+  kOther,   // None of these: batch memcpy or the copy engine.
+};
+constexpr int kKinds = 4;
+
+Kind KindOf(Direction direction, const CopyRequest& r, const PlanOptions& o) {
+  switch (direction) {
+    case Direction::kHostToHost:
+      return Kind::kOther;
+    case Direction::kPeer:
+      return r.bytes <= o.fused_max_bytes ? Kind::kSmall : Kind::kLarge;
+    case Direction::kDeviceToDevice:
+      if (r.bytes <= o.fused_device_max_bytes) return Kind::kSmall;
+      break;
+    case Direction::kHostToDevice:
+    case Direction::kDeviceToHost: {
+      const bool host_pinned =
+          direction == Direction::kHostToDevice ? r.src_pinned : r.dst_pinned;
+      if (!host_pinned) {
+        if (r.bytes >= o.pageable_staging_min_bytes) return Kind::kStaged;
+      } else if (r.bytes <= o.fused_max_bytes) {
+        return Kind::kSmall;
+      }
+      break;
+    }
+  }
+  return r.bytes >= o.copy_engine_min_bytes ? Kind::kLarge : Kind::kOther;
+}
+
+// The copies of one (direction, devices) group of the batch.
+struct Bucket {
+  GroupKey key;
+  size_t first = 0;                        // Its first request.
+  size_t count[kKinds] = {};               // Copies of each kind.
+  size_t bytes[kKinds] = {};               // Their bytes.
+  size_t first_of_kind[kKinds] = {};       // The first copy of each kind.
+  int group_of_kind[kKinds] = {-1, -1, -1, -1};  // In BatchPlan::groups.
+};
+
+// The rule of each kind of copy in `bucket`, and the counts that decided it (for the
+// reason): fused when enough are small, batched when enough are left over.
+void RulesFor(const Bucket& bucket, const CopyRequest& first, const Topology& topology,
+              const PlanOptions& o, Rule (&rules)[kKinds], size_t& small_count,
+              size_t& batchable_count) {
+  const size_t small = bucket.count[static_cast<int>(Kind::kSmall)];
   small_count = 0;
   batchable_count = 0;
-  if (direction == Direction::kHostToHost) {
-    std::fill(rules.begin(), rules.end(), Rule::kHostToHost);
-    return rules;
-  }
-  if (direction == Direction::kPeer) {
-    const CopyRequest& first = requests[members.front()];
-    const int a = first.src_device.index();
-    const int b = first.dst_device.index();
-    if (!CanAccess(topology, a, b) && !CanAccess(topology, b, a)) {
-      std::fill(rules.begin(), rules.end(), Rule::kNoPeerAccess);
-      return rules;
+  switch (bucket.key.direction) {
+    case Direction::kHostToHost:
+      std::fill(std::begin(rules), std::end(rules), Rule::kHostToHost);
+      return;
+    case Direction::kPeer: {
+      const int a = first.src_device.index();
+      const int b = first.dst_device.index();
+      if (!CanAccess(topology, a, b) && !CanAccess(topology, b, a)) {
+        std::fill(std::begin(rules), std::end(rules), Rule::kNoPeerAccess);
+        return;
+      }
+      small_count = small;
+      rules[static_cast<int>(Kind::kSmall)] =
+          small >= o.fused_min_count ? Rule::kPeerFused : Rule::kPeerFewSmall;
+      rules[static_cast<int>(Kind::kLarge)] = Rule::kPeerLarge;
+      rules[static_cast<int>(Kind::kStaged)] = Rule::kPeerLarge;  // Never happens.
+      rules[static_cast<int>(Kind::kOther)] = Rule::kPeerLarge;   // Never happens.
+      return;
     }
-    for (size_t m : members) small_count += requests[m].bytes <= o.fused_max_bytes;
-    const bool fuse = small_count >= o.fused_min_count;
-    for (size_t k = 0; k < members.size(); ++k) {
-      const bool small = requests[members[k]].bytes <= o.fused_max_bytes;
-      rules[k] = !small ? Rule::kPeerLarge
-                 : fuse ? Rule::kPeerFused
-                        : Rule::kPeerFewSmall;
-    }
-    return rules;
+    default:
+      break;
   }
-  // Host to device, device to host, within a device.
-  enum Class { kSmall, kStaged, kLargeCopy, kOther };
-  std::vector<Class> classes(members.size());
-  for (size_t k = 0; k < members.size(); ++k) {
-    const CopyRequest& r = requests[members[k]];
-    const bool host_pinned = direction == Direction::kHostToDevice   ? r.src_pinned
-                             : direction == Direction::kDeviceToHost ? r.dst_pinned
-                                                                     : true;
-    if (!host_pinned && r.bytes >= o.pageable_staging_min_bytes) {
-      classes[k] = kStaged;
-    } else if (host_pinned && r.bytes <= (direction == Direction::kDeviceToDevice
-                                               ? o.fused_device_max_bytes
-                                               : o.fused_max_bytes)) {
-      classes[k] = kSmall;
-      ++small_count;
-    } else if (r.bytes >= o.copy_engine_min_bytes) {
-      classes[k] = kLargeCopy;
-    } else {
-      classes[k] = kOther;
-    }
-  }
-  const bool fuse = small_count >= o.fused_min_count;
-  for (size_t k = 0; k < members.size(); ++k) {
-    batchable_count += classes[k] == kOther || (classes[k] == kSmall && !fuse);
-  }
+  small_count = small;
+  const bool fuse = small >= o.fused_min_count;
+  batchable_count = bucket.count[static_cast<int>(Kind::kOther)] + (fuse ? 0 : small);
   const bool batch =
       topology.batch_memcpy_available && batchable_count >= o.batch_min_count;
-  for (size_t k = 0; k < members.size(); ++k) {
-    switch (classes[k]) {
-      case kStaged:
-        rules[k] = Rule::kPageableStaging;
-        break;
-      case kLargeCopy:
-        rules[k] = Rule::kLarge;
-        break;
-      case kSmall:
-        if (fuse) {
-          rules[k] = direction == Direction::kDeviceToDevice ? Rule::kFusedDevice
-                                                             : Rule::kFusedPinned;
-          break;
-        }
-        [[fallthrough]];
-      case kOther:
-        rules[k] = batch ? Rule::kBatched : Rule::kNotBatched;
-        break;
-    }
-  }
-  return rules;
+  const Rule leftover = batch ? Rule::kBatched : Rule::kNotBatched;
+  rules[static_cast<int>(Kind::kSmall)] =
+      !fuse ? leftover
+      : bucket.key.direction == Direction::kDeviceToDevice ? Rule::kFusedDevice
+                                                            : Rule::kFusedPinned;
+  rules[static_cast<int>(Kind::kStaged)] = Rule::kPageableStaging;
+  rules[static_cast<int>(Kind::kLarge)] = Rule::kLarge;
+  rules[static_cast<int>(Kind::kOther)] = leftover;
 }
 
 // The stream (lane) a group runs on; kStagedPeer also gets `second`.
@@ -489,52 +568,87 @@ absl::StatusOr<BatchPlan> PlanBatch(absl::Span<const CopyRequest> requests,
                                     const Topology& topology,
                                     const PlanOptions& options) {
   GENESIS_RETURN_IF_ERROR(CheckTopology(topology));
-  for (size_t i = 0; i < requests.size(); ++i) {
-    GENESIS_RETURN_IF_ERROR(CheckRequest(i, requests[i], topology));
-  }
-  GENESIS_RETURN_IF_ERROR(CheckOverlaps(requests));
+  GENESIS_RETURN_IF_ERROR(CheckRequests(requests, topology));
 
-  std::map<GroupKey, std::vector<size_t>> by_direction;
+  // One pass: the (direction, devices) bucket and the kind of every request. Batches
+  // have few buckets, and consecutive requests are mostly in the same one.
+  constexpr uint32_t kEmpty = UINT32_MAX;
+  std::vector<uint32_t> slot_of(requests.size());  // bucket * kKinds + kind, or kEmpty.
+  absl::InlinedVector<Bucket, 4> buckets;
+  size_t last = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const CopyRequest& r = requests[i];
-    if (r.bytes == 0) continue;
-    by_direction[{DirectionOf(r), DeviceKey(r.src_device), DeviceKey(r.dst_device)}]
-        .push_back(i);
+    if (r.bytes == 0) {
+      slot_of[i] = kEmpty;
+      continue;
+    }
+    const GroupKey key{DirectionOf(r), DeviceKey(r.src_device), DeviceKey(r.dst_device)};
+    if (buckets.empty() || !(buckets[last].key == key)) {
+      last = 0;
+      while (last < buckets.size() && !(buckets[last].key == key)) ++last;
+      if (last == buckets.size()) buckets.push_back({.key = key, .first = i});
+    }
+    Bucket& bucket = buckets[last];
+    const int kind = static_cast<int>(KindOf(key.direction, r, options));
+    if (bucket.count[kind]++ == 0) bucket.first_of_kind[kind] = i;
+    bucket.bytes[kind] += r.bytes;
+    slot_of[i] = static_cast<uint32_t>(last * kKinds + kind);
   }
 
+  // The groups, in the order of their keys, then of their rules.
+  absl::InlinedVector<Bucket*, 4> sorted;
+  for (Bucket& bucket : buckets) sorted.push_back(&bucket);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Bucket* a, const Bucket* b) { return a->key < b->key; });
   BatchPlan plan;
-  plan.group_of_request.assign(requests.size(), -1);
-  for (const auto& [key, members] : by_direction) {
+  for (Bucket* bucket : sorted) {
+    const CopyRequest& first = requests[bucket->first];
+    Rule rules[kKinds];
     size_t small_count = 0, batchable_count = 0;
-    const std::vector<Rule> rules = Classify(key.direction, requests, members, topology,
-                                             options, small_count, batchable_count);
-    // One group per rule, in the order of Rule (which follows Mechanism).
-    std::map<Rule, std::vector<size_t>> by_rule;
-    for (size_t k = 0; k < members.size(); ++k) by_rule[rules[k]].push_back(members[k]);
-    const CopyRequest& first = requests[members.front()];
-    for (auto& [rule, indices] : by_rule) {
-      CopyGroup group;
-      group.direction = key.direction;
-      group.src_device = first.src_device;
-      group.dst_device = first.dst_device;
-      group.mechanism = MechanismOf(rule);
-      group.reason = ReasonFor(rule, indices, first, topology, options, small_count,
-                               batchable_count);
-      for (size_t i : indices) {
+    RulesFor(*bucket, first, topology, options, rules, small_count, batchable_count);
+    // Rules follow Mechanism, and kinds sharing a rule share its group.
+    for (int rule = 0; rule <= static_cast<int>(Rule::kPageableStaging); ++rule) {
+      size_t count = 0, bytes = 0, first_index = SIZE_MAX;
+      for (int kind = 0; kind < kKinds; ++kind) {
+        if (static_cast<int>(rules[kind]) != rule || bucket->count[kind] == 0) continue;
+        count += bucket->count[kind];
         // Cannot overflow: the group's destinations are disjoint ranges of one device.
-        group.bytes += requests[i].bytes;
-        plan.group_of_request[i] = static_cast<int>(plan.groups.size());
+        bytes += bucket->bytes[kind];
+        first_index = std::min(first_index, bucket->first_of_kind[kind]);
+        bucket->group_of_kind[kind] = static_cast<int>(plan.groups.size());
       }
-      if (group.bytes > SIZE_MAX - plan.total_bytes) {
-        return Invalid(indices.front(), requests[indices.front()],
+      if (count == 0) continue;
+      if (bytes > SIZE_MAX - plan.total_bytes) {
+        return Invalid(first_index, requests[first_index],
                        "the batch's total size overflows size_t");
       }
-      plan.total_bytes += group.bytes;
-      group.requests = std::move(indices);
-      StreamsFor(rule, key.direction, group.src_device, group.dst_device, topology,
-                 plan.streams, group.stream, group.second_stream);
-      plan.groups.push_back(std::move(group));
+      plan.total_bytes += bytes;
+      CopyGroup& group = plan.groups.emplace_back();
+      group.direction = bucket->key.direction;
+      group.src_device = first.src_device;
+      group.dst_device = first.dst_device;
+      group.mechanism = MechanismOf(static_cast<Rule>(rule));
+      group.reason = ReasonFor(static_cast<Rule>(rule), count, first, topology, options,
+                               small_count, batchable_count);
+      group.bytes = bytes;
+      group.requests.reserve(count);
+      StreamsFor(static_cast<Rule>(rule), group.direction, group.src_device,
+                 group.dst_device, topology, plan.streams, group.stream,
+                 group.second_stream);
     }
+  }
+
+  // Every request into its group, in ascending order.
+  plan.group_of_request.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const uint32_t slot = slot_of[i];
+    if (slot == kEmpty) {
+      plan.group_of_request[i] = -1;
+      continue;
+    }
+    const int g = buckets[slot / kKinds].group_of_kind[slot % kKinds];
+    plan.groups[g].requests.push_back(i);
+    plan.group_of_request[i] = g;
   }
   return plan;
 }

@@ -214,67 +214,6 @@ absl::Status CheckAll(absl::Span<const CopyRequest> requests, const Topology& to
   return CheckOverlaps(requests);
 }
 
-// Devices whose ranges the fast pass tracks: the CPU and cuda:0 .. cuda:14.
-constexpr int kTrackedDevices = 16;
-
-// The ranges the fast pass has seen on one device.
-struct DeviceSpan {
-  uintptr_t last_dst_end = 0;  // End of the last destination, in request order.
-  uintptr_t dst_lo = UINTPTR_MAX, dst_hi = 0;  // Hull of the destinations.
-  uintptr_t src_lo = UINTPTR_MAX, src_hi = 0;  // Hull of the sources.
-};
-
-// The slot of `device` in the fast pass's table, or -1 if it is not tracked.
-int SlotOf(Device device) {
-  const int slot = device.is_cpu() ? 0 : device.index() + 1;
-  return slot < kTrackedDevices ? slot : -1;
-}
-
-// All of PlanBatch's request checks in one pass without allocating, for the usual
-// batch: on each device the destinations come in address order without touching each
-// other, and the sources lie apart from the destinations. The pass proves such a batch
-// valid: destinations that each begin at or after the previous one's end (per device)
-// are disjoint, and no destination can overlap a source when the span of the sources
-// and the span of the destinations of a device do not meet. Any other batch, valid or
-// not, goes through CheckAll, which finds the same errors in the same order as always.
-absl::Status CheckRequests(absl::Span<const CopyRequest> requests,
-                           const Topology& topology) {
-  DeviceSpan spans[kTrackedDevices];
-  bool proven = true;
-  for (const CopyRequest& r : requests) {
-    if ((r.src_device.is_cuda() && r.src_device.index() >= topology.device_count) ||
-        (r.dst_device.is_cuda() && r.dst_device.index() >= topology.device_count)) {
-      return CheckAll(requests, topology);
-    }
-    if (r.bytes == 0) continue;
-    const auto s = reinterpret_cast<uintptr_t>(r.src);
-    const auto d = reinterpret_cast<uintptr_t>(r.dst);
-    if (s == 0 || d == 0 || r.bytes > UINTPTR_MAX - s || r.bytes > UINTPTR_MAX - d ||
-        (r.src_device == r.dst_device && s < d + r.bytes && d < s + r.bytes)) {
-      return CheckAll(requests, topology);
-    }
-    const int src_slot = SlotOf(r.src_device);
-    const int dst_slot = SlotOf(r.dst_device);
-    if (src_slot < 0 || dst_slot < 0) {
-      proven = false;
-      continue;
-    }
-    DeviceSpan& dst_span = spans[dst_slot];
-    proven &= d >= dst_span.last_dst_end;
-    dst_span.last_dst_end = d + r.bytes;
-    dst_span.dst_lo = std::min(dst_span.dst_lo, d);
-    dst_span.dst_hi = std::max(dst_span.dst_hi, d + r.bytes);
-    DeviceSpan& src_span = spans[src_slot];
-    src_span.src_lo = std::min(src_span.src_lo, s);
-    src_span.src_hi = std::max(src_span.src_hi, s + r.bytes);
-  }
-  for (const DeviceSpan& span : spans) {
-    // Empty hulls (lo > hi) never meet anything.
-    proven &= span.dst_hi <= span.src_lo || span.src_hi <= span.dst_lo;
-  }
-  return proven ? absl::OkStatus() : CheckOverlaps(requests);
-}
-
 Direction DirectionOf(const CopyRequest& r) {
   if (r.src_device.is_cpu()) {
     return r.dst_device.is_cpu() ? Direction::kHostToHost : Direction::kHostToDevice;
@@ -350,45 +289,189 @@ std::string ReasonFor(Rule rule, size_t n, const CopyRequest& first,
 enum class Kind : uint8_t {
   kSmall,   // Small enough to fuse (and its host side, if any, pinned).
   kStaged,  // Pageable host side, large enough for the staging pipeline.
-  kLarge,   // At least copy_engine_min_bytes (or, between devices, above
-            // fused_max_bytes).
+  kLarge,   // At least copy_engine_min_bytes (between devices: above fused_max_bytes).
   kOther,   // None of these: batch memcpy or the copy engine.
 };
 constexpr int kKinds = 4;
 
-Kind KindOf(Direction direction, const CopyRequest& r, const PlanOptions& o) {
+// The sizes that make a copy of one direction (and pinning) small, staged or large,
+// tested in that order. A bound that does not apply is 0 for small_max and SIZE_MAX
+// for the others: no valid copy has SIZE_MAX bytes (its range would wrap).
+struct KindBounds {
+  size_t small_max = 0;
+  size_t staged_min = SIZE_MAX;
+  size_t large_min = SIZE_MAX;
+};
+
+KindBounds BoundsFor(Direction direction, bool src_pinned, bool dst_pinned,
+                     const PlanOptions& o) {
+  KindBounds bounds;
   switch (direction) {
     case Direction::kHostToHost:
-      return Kind::kOther;
+      return bounds;  // Every copy is kOther (host memcpy).
     case Direction::kPeer:
-      return r.bytes <= o.fused_max_bytes ? Kind::kSmall : Kind::kLarge;
+      bounds.small_max = o.fused_max_bytes;
+      bounds.large_min = 0;
+      return bounds;
     case Direction::kDeviceToDevice:
-      if (r.bytes <= o.fused_device_max_bytes) return Kind::kSmall;
+      bounds.small_max = o.fused_device_max_bytes;
       break;
     case Direction::kHostToDevice:
-    case Direction::kDeviceToHost: {
-      const bool host_pinned =
-          direction == Direction::kHostToDevice ? r.src_pinned : r.dst_pinned;
-      if (!host_pinned) {
-        if (r.bytes >= o.pageable_staging_min_bytes) return Kind::kStaged;
-      } else if (r.bytes <= o.fused_max_bytes) {
-        return Kind::kSmall;
+    case Direction::kDeviceToHost:
+      if (direction == Direction::kHostToDevice ? src_pinned : dst_pinned) {
+        bounds.small_max = o.fused_max_bytes;
+      } else {
+        bounds.staged_min = o.pageable_staging_min_bytes;
       }
       break;
-    }
   }
-  return r.bytes >= o.copy_engine_min_bytes ? Kind::kLarge : Kind::kOther;
+  bounds.large_min = o.copy_engine_min_bytes;
+  return bounds;
+}
+
+int KindOf(size_t bytes, const KindBounds& b) {
+  const Kind kind = bytes <= b.small_max   ? Kind::kSmall
+                    : bytes >= b.staged_min ? Kind::kStaged
+                    : bytes >= b.large_min  ? Kind::kLarge
+                                            : Kind::kOther;
+  return static_cast<int>(kind);
 }
 
 // The copies of one (direction, devices) group of the batch.
 struct Bucket {
   GroupKey key;
-  size_t first = 0;                        // Its first request.
-  size_t count[kKinds] = {};               // Copies of each kind.
-  size_t bytes[kKinds] = {};               // Their bytes.
-  size_t first_of_kind[kKinds] = {};       // The first copy of each kind.
+  size_t first = 0;           // Its first request (maybe one of no bytes).
+  size_t count[kKinds] = {};  // Copies of each kind.
+  size_t bytes[kKinds] = {};  // Their bytes.
   int group_of_kind[kKinds] = {-1, -1, -1, -1};  // In BatchPlan::groups.
 };
+
+// Devices whose ranges the scan tracks: the CPU and cuda:0 .. cuda:14. The others
+// share one more slot, and batches that use them get the full overlap check.
+constexpr int kTrackedDevices = 16;
+
+// The ranges the scan has seen on one device.
+struct DeviceSpan {
+  uintptr_t last_dst_end = 0;                  // Of the last destination so far.
+  uintptr_t dst_lo = UINTPTR_MAX, dst_hi = 0;  // Span of the destinations.
+  uintptr_t src_lo = UINTPTR_MAX, src_hi = 0;  // Span of the sources.
+};
+
+int SlotOf(Device device) {
+  const int slot = device.is_cpu() ? 0 : device.index() + 1;
+  return slot < kTrackedDevices ? slot : kTrackedDevices;
+}
+
+constexpr uint32_t kEmpty = UINT32_MAX;
+
+// What one pass over a batch finds.
+struct Scan {
+  absl::InlinedVector<Bucket, 4> buckets;  // One per (direction, devices).
+  // Per request: bucket * kKinds + kind, or kEmpty for a request of no bytes.
+  std::vector<uint32_t> slot_of;
+  // Every request passes CheckRequest's checks (if false, CheckAll says which fails).
+  bool requests_ok = true;
+  // Proven: no destination overlaps another request's destination or source (if
+  // false, CheckOverlaps decides).
+  bool disjoint = true;
+};
+
+bool SameRun(const CopyRequest& a, const CopyRequest& b) {
+  return a.src_device == b.src_device && a.dst_device == b.dst_device &&
+         a.src_pinned == b.src_pinned && a.dst_pinned == b.dst_pinned;
+}
+
+// One pass over `requests`, in runs of the same devices and pinning (so that per
+// copy only its addresses and size are looked at): the buckets, kinds and counts, and
+// CheckRequest's checks, with flags for the outcome rather than messages. The overlap
+// check is settled for the usual batch: on each device the destinations come in
+// address order without touching each other, and the span of the sources and the span
+// of the destinations do not meet. Destinations that each begin at or after the
+// previous one's end are disjoint, and no destination can then overlap a source.
+void ScanBatch(absl::Span<const CopyRequest> requests, const Topology& topology,
+               const PlanOptions& options, Scan& scan) {
+  const size_t n = requests.size();
+  scan.slot_of.resize(n);
+  uint32_t* const slot_of = scan.slot_of.data();
+  DeviceSpan spans[kTrackedDevices + 1];
+  bool bad = false;
+  bool in_order = true;
+  size_t bucket_index = 0;
+  for (size_t i = 0; i < n;) {
+    // A run starts: what is common to its copies.
+    const CopyRequest& head = requests[i];
+    bad |= (head.src_device.is_cuda() && head.src_device.index() >= topology.device_count) ||
+           (head.dst_device.is_cuda() && head.dst_device.index() >= topology.device_count);
+    const GroupKey key{DirectionOf(head), DeviceKey(head.src_device),
+                       DeviceKey(head.dst_device)};
+    if (bucket_index >= scan.buckets.size() || !(scan.buckets[bucket_index].key == key)) {
+      bucket_index = 0;
+      while (bucket_index < scan.buckets.size() &&
+             !(scan.buckets[bucket_index].key == key)) {
+        ++bucket_index;
+      }
+      if (bucket_index == scan.buckets.size()) {
+        scan.buckets.push_back({.key = key, .first = i});
+      }
+    }
+    const KindBounds bounds =
+        BoundsFor(key.direction, head.src_pinned, head.dst_pinned, options);
+    const bool same_device = head.src_device == head.dst_device;
+    const int src_slot = SlotOf(head.src_device);
+    const int dst_slot = SlotOf(head.dst_device);
+    in_order &= src_slot < kTrackedDevices && dst_slot < kTrackedDevices;
+    uintptr_t last_end = spans[dst_slot].last_dst_end;
+    uintptr_t dst_lo = spans[dst_slot].dst_lo, dst_hi = spans[dst_slot].dst_hi;
+    uintptr_t src_lo = spans[src_slot].src_lo, src_hi = spans[src_slot].src_hi;
+    size_t count[kKinds] = {};
+    size_t bytes[kKinds] = {};
+    const auto base = static_cast<uint32_t>(bucket_index * kKinds);
+
+    size_t j = i;
+    for (; j < n && SameRun(requests[j], head); ++j) {
+      const CopyRequest& r = requests[j];
+      const size_t b = r.bytes;
+      if (b == 0) {
+        slot_of[j] = kEmpty;
+        continue;
+      }
+      const auto s = reinterpret_cast<uintptr_t>(r.src);
+      const auto d = reinterpret_cast<uintptr_t>(r.dst);
+      // s - 1 >= UINTPTR_MAX - b: s is null, or [s, s + b) wraps.
+      bad |= (s - 1 >= UINTPTR_MAX - b) | (d - 1 >= UINTPTR_MAX - b) |
+             (same_device & (s < d + b) & (d < s + b));
+      in_order &= d >= last_end;
+      last_end = d + b;
+      dst_lo = std::min(dst_lo, d);
+      dst_hi = std::max(dst_hi, last_end);
+      src_lo = std::min(src_lo, s);
+      src_hi = std::max(src_hi, s + b);
+      const int kind = KindOf(b, bounds);
+      ++count[kind];
+      bytes[kind] += b;
+      slot_of[j] = base + static_cast<uint32_t>(kind);
+    }
+
+    spans[dst_slot].last_dst_end = last_end;
+    spans[dst_slot].dst_lo = dst_lo;
+    spans[dst_slot].dst_hi = dst_hi;
+    spans[src_slot].src_lo = src_lo;
+    spans[src_slot].src_hi = src_hi;
+    Bucket& bucket = scan.buckets[bucket_index];
+    for (int k = 0; k < kKinds; ++k) {
+      bucket.count[k] += count[k];
+      bucket.bytes[k] += bytes[k];
+    }
+    i = j;
+  }
+  bool apart = true;
+  for (const DeviceSpan& span : spans) {
+    // An empty span (lo > hi) meets nothing.
+    apart &= span.dst_hi <= span.src_lo || span.src_hi <= span.dst_lo;
+  }
+  scan.requests_ok = !bad;
+  scan.disjoint = in_order && apart;
+}
 
 // The rule of each kind of copy in `bucket`, and the counts that decided it (for the
 // reason): fused when enough are small, batched when enough are left over.
@@ -568,36 +651,18 @@ absl::StatusOr<BatchPlan> PlanBatch(absl::Span<const CopyRequest> requests,
                                     const Topology& topology,
                                     const PlanOptions& options) {
   GENESIS_RETURN_IF_ERROR(CheckTopology(topology));
-  GENESIS_RETURN_IF_ERROR(CheckRequests(requests, topology));
-
-  // One pass: the (direction, devices) bucket and the kind of every request. Batches
-  // have few buckets, and consecutive requests are mostly in the same one.
-  constexpr uint32_t kEmpty = UINT32_MAX;
-  std::vector<uint32_t> slot_of(requests.size());  // bucket * kKinds + kind, or kEmpty.
-  absl::InlinedVector<Bucket, 4> buckets;
-  size_t last = 0;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const CopyRequest& r = requests[i];
-    if (r.bytes == 0) {
-      slot_of[i] = kEmpty;
-      continue;
-    }
-    const GroupKey key{DirectionOf(r), DeviceKey(r.src_device), DeviceKey(r.dst_device)};
-    if (buckets.empty() || !(buckets[last].key == key)) {
-      last = 0;
-      while (last < buckets.size() && !(buckets[last].key == key)) ++last;
-      if (last == buckets.size()) buckets.push_back({.key = key, .first = i});
-    }
-    Bucket& bucket = buckets[last];
-    const int kind = static_cast<int>(KindOf(key.direction, r, options));
-    if (bucket.count[kind]++ == 0) bucket.first_of_kind[kind] = i;
-    bucket.bytes[kind] += r.bytes;
-    slot_of[i] = static_cast<uint32_t>(last * kKinds + kind);
+  Scan scan;
+  ScanBatch(requests, topology, options, scan);
+  // The messages come from the checks that always made them.
+  if (!scan.requests_ok) {
+    GENESIS_RETURN_IF_ERROR(CheckAll(requests, topology));
+  } else if (!scan.disjoint) {
+    GENESIS_RETURN_IF_ERROR(CheckOverlaps(requests));
   }
 
   // The groups, in the order of their keys, then of their rules.
   absl::InlinedVector<Bucket*, 4> sorted;
-  for (Bucket& bucket : buckets) sorted.push_back(&bucket);
+  for (Bucket& bucket : scan.buckets) sorted.push_back(&bucket);
   std::sort(sorted.begin(), sorted.end(),
             [](const Bucket* a, const Bucket* b) { return a->key < b->key; });
   BatchPlan plan;
@@ -608,19 +673,24 @@ absl::StatusOr<BatchPlan> PlanBatch(absl::Span<const CopyRequest> requests,
     RulesFor(*bucket, first, topology, options, rules, small_count, batchable_count);
     // Rules follow Mechanism, and kinds sharing a rule share its group.
     for (int rule = 0; rule <= static_cast<int>(Rule::kPageableStaging); ++rule) {
-      size_t count = 0, bytes = 0, first_index = SIZE_MAX;
+      size_t count = 0, bytes = 0;
+      const int g = static_cast<int>(plan.groups.size());
       for (int kind = 0; kind < kKinds; ++kind) {
         if (static_cast<int>(rules[kind]) != rule || bucket->count[kind] == 0) continue;
         count += bucket->count[kind];
         // Cannot overflow: the group's destinations are disjoint ranges of one device.
         bytes += bucket->bytes[kind];
-        first_index = std::min(first_index, bucket->first_of_kind[kind]);
-        bucket->group_of_kind[kind] = static_cast<int>(plan.groups.size());
+        bucket->group_of_kind[kind] = g;
       }
       if (count == 0) continue;
       if (bytes > SIZE_MAX - plan.total_bytes) {
-        return Invalid(first_index, requests[first_index],
-                       "the batch's total size overflows size_t");
+        size_t i = 0;  // The group's first request.
+        while (scan.slot_of[i] == kEmpty ||
+               scan.buckets[scan.slot_of[i] / kKinds].group_of_kind[scan.slot_of[i] %
+                                                                    kKinds] != g) {
+          ++i;
+        }
+        return Invalid(i, requests[i], "the batch's total size overflows size_t");
       }
       plan.total_bytes += bytes;
       CopyGroup& group = plan.groups.emplace_back();
@@ -639,16 +709,19 @@ absl::StatusOr<BatchPlan> PlanBatch(absl::Span<const CopyRequest> requests,
   }
 
   // Every request into its group, in ascending order.
-  plan.group_of_request.resize(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const uint32_t slot = slot_of[i];
-    if (slot == kEmpty) {
-      plan.group_of_request[i] = -1;
-      continue;
+  absl::InlinedVector<int, 4 * kKinds> group_of_slot(scan.buckets.size() * kKinds);
+  for (size_t b = 0; b < scan.buckets.size(); ++b) {
+    for (int k = 0; k < kKinds; ++k) {
+      group_of_slot[b * kKinds + k] = scan.buckets[b].group_of_kind[k];
     }
-    const int g = buckets[slot / kKinds].group_of_kind[slot % kKinds];
-    plan.groups[g].requests.push_back(i);
-    plan.group_of_request[i] = g;
+  }
+  std::vector<int>& group_of_request = plan.group_of_request;
+  group_of_request.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const uint32_t slot = scan.slot_of[i];
+    const int g = slot == kEmpty ? -1 : group_of_slot[slot];
+    group_of_request.push_back(g);
+    if (g >= 0) plan.groups[g].requests.push_back(i);
   }
   return plan;
 }

@@ -37,7 +37,9 @@ for suite in alloc copy convert contiguous replay; do
   grep -q "^## $suite: " "$report" || fail "report has no table for $suite"
   [[ -n $(ls "$out"/raw/"$suite"_cpu*.json 2>/dev/null) ]] || fail "no raw results of $suite"
 done
-grep -q '^- collectives: skipped: not built yet' "$report" || fail "collectives hook not reported"
+grep -q '^## collectives: ' "$report" || fail "report has no table for collectives"
+grep -q '^| all_reduce, 8 KiB | ' "$report" || fail "no all_reduce row (gloo group beside gloo)"
+[[ -s $out/raw/collectives_cpu.json ]] || fail "no raw results of collectives"
 if ! grep -q '^GPUs: none' "$report" || grep -q 'alloc_cuda.*: skipped: no GPU' "$report"; then
   echo "ok: GPU part reported (run or skipped with the reason)"
 else

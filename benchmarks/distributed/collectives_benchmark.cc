@@ -33,6 +33,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "benchmarks/distributed/raw_gloo.h"
 #include "benchmarks/distributed/raw_nccl.h"
 #include "genesis/core/byte_size.h"
 #include "genesis/distributed/bucketed.h"
@@ -53,6 +54,13 @@ ABSL_FLAG(int, warmup, 5, "untimed operations per size first");
 ABSL_FLAG(bool, baseline, true, "measure NCCL called directly beside genesis (nccl backend)");
 ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients");
 ABSL_FLAG(std::string, benchmark_out, "", "also write the results here as Google Benchmark JSON");
+ABSL_FLAG(int, benchmark_repetitions, 1,
+          "measurements per size (the table shows their median; the JSON holds each)");
+// Accepted so that `genesis bench` runs this binary like its Google Benchmark ones.
+ABSL_FLAG(std::string, benchmark_out_format, "json", "only json");
+ABSL_FLAG(bool, benchmark_display_aggregates_only, false, "ignored");
+ABSL_FLAG(std::string, benchmark_min_time, "", "ignored: --iters sets the work per size");
+ABSL_FLAG(std::string, benchmark_filter, "", "ignored: --ops picks the operations");
 
 namespace genesis::benchmarks {
 namespace {
@@ -142,11 +150,24 @@ absl::StatusOr<std::vector<char>> SharedUniqueId(ProcessGroup& group) {
   return std::vector<char>(out.begin(), out.end());
 }
 
-void PrintHeader(int n, const std::string& backend, bool baseline) {
-  std::printf("# %s, %d ranks; time per operation (us), algbw and busbw (GB/s)%s\n",
-              backend.c_str(), n, baseline ? "; beside NCCL called directly" : "");
+void PrintHeader(int n, const std::string& backend, const std::string& library, bool baseline) {
+  std::printf("# genesis %s group, %d ranks; time per operation (us), algbw and busbw (GB/s)%s\n",
+              backend.c_str(), n,
+              baseline ? absl::StrCat("; beside ", library, " called directly").c_str() : "");
   std::printf("%-15s %12s %10s %9s %9s%s\n", "op", "size(B)", "time(us)", "algbw", "busbw",
-              baseline ? "   nccl time   algbw   busbw  genesis/nccl busbw" : "");
+              baseline ? absl::StrFormat("   %4s time   algbw   busbw  genesis/%s busbw",
+                                         library, library).c_str()
+                       : "");
+}
+
+Row MakeRow(const std::string& op, const std::string& impl, size_t bytes, double seconds, int n) {
+  const double algbw = bytes / seconds / 1e9;
+  return {op, impl, bytes, seconds, algbw, algbw * BusFactor(op, n)};
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 // Bucketed all_reduce of 1,000 gradients of 4 KiB to 4 MiB, 100 MiB in all: packed
@@ -237,7 +258,10 @@ absl::Status WriteJson(const std::vector<Row>& rows, int n, const std::string& b
                     {"backend", backend}};
   nlohmann::json list = nlohmann::json::array();
   for (const Row& r : rows) {
-    const std::string name = absl::StrCat(r.op, "/", r.impl, "/", r.bytes);
+    // Bucketed rows have one size, computed at run time: their names leave it out.
+    const std::string name = r.op == "bucketed_all_reduce"
+                                 ? absl::StrCat(r.op, "/", r.impl)
+                                 : absl::StrCat(r.op, "/", r.impl, "/", r.bytes);
     list.push_back({{"name", name},
                     {"run_name", name},
                     {"run_type", "iteration"},
@@ -274,16 +298,36 @@ absl::Status RunRank() {
   GENESIS_ASSIGN_OR_RETURN(uint64_t max_bytes, ParseByteSize(absl::GetFlag(FLAGS_max_bytes)));
   const int warmup = absl::GetFlag(FLAGS_warmup);
   const int iters = absl::GetFlag(FLAGS_iters);
-  std::unique_ptr<RawNccl> raw;
-  if (backend == distributed::Backend::kNccl && absl::GetFlag(FLAGS_baseline)) {
-    GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, SharedUniqueId(*group));
-    GENESIS_ASSIGN_OR_RETURN(raw, RawNccl::Create(group->rank(), n, group->device().index(), id,
-                                                  max_bytes));
+  // The library called directly, in the same processes: NCCL on cudaMalloc buffers, or
+  // Gloo on host buffers.
+  std::function<absl::StatusOr<double>(const std::string&, size_t)> raw;
+  std::unique_ptr<RawNccl> raw_nccl;
+  std::unique_ptr<RawGloo> raw_gloo;
+  const std::string library = backend == distributed::Backend::kNccl ? "nccl" : "gloo";
+  if (absl::GetFlag(FLAGS_baseline)) {
+    if (backend == distributed::Backend::kNccl) {
+      GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, SharedUniqueId(*group));
+      GENESIS_ASSIGN_OR_RETURN(raw_nccl, RawNccl::Create(group->rank(), n, group->device().index(),
+                                                         id, max_bytes));
+      raw = [&](const std::string& op, size_t size) {
+        return raw_nccl->Time(op, size, warmup, iters);
+      };
+    } else {
+      const char* dir = std::getenv("GENESIS_STORE_DIR");
+      GENESIS_ASSIGN_OR_RETURN(
+          raw_gloo, RawGloo::Create(group->rank(), n,
+                                    dir != nullptr ? dir : absl::StrCat("/tmp/genesis-raw-gloo-",
+                                                                        std::getenv("MASTER_PORT")),
+                                    max_bytes));
+      raw = [&](const std::string& op, size_t size) {
+        return raw_gloo->Time(op, size, warmup, iters);
+      };
+    }
   }
   const int64_t elements = static_cast<int64_t>(max_bytes / 4);
   GENESIS_ASSIGN_OR_RETURN(Storage a, storage::Ones({elements}, DType::kFloat32, group->device()));
   GENESIS_ASSIGN_OR_RETURN(Storage b, storage::Zeros({elements}, DType::kFloat32, group->device()));
-  if (root) PrintHeader(n, backend_name, raw != nullptr);
+  if (root) PrintHeader(n, backend_name, library, static_cast<bool>(raw));
   std::vector<Row> rows;
   const std::vector<std::string> ops = absl::StrSplit(absl::GetFlag(FLAGS_ops), ',');
   for (const std::string& op : ops) {
@@ -294,17 +338,31 @@ absl::Status RunRank() {
                                   op == "all_to_all") ? n : 1);
       const uint64_t size = bytes / unit * unit;
       if (size == 0) continue;
-      GENESIS_ASSIGN_OR_RETURN(double seconds, TimeGenesis(*group, op, a, b, size, warmup, iters));
-      const double algbw = size / seconds / 1e9;
-      rows.push_back({op, "genesis", size, seconds, algbw, algbw * BusFactor(op, n)});
-      std::string line = absl::StrFormat("%-15s %12d %10.2f %9.2f %9.2f", op, size, seconds * 1e6,
-                                         algbw, algbw * BusFactor(op, n));
-      if (raw != nullptr) {
-        GENESIS_ASSIGN_OR_RETURN(double base, raw->Time(op, size, warmup, iters));
-        const double base_algbw = size / base / 1e9;
-        rows.push_back({op, "nccl", size, base, base_algbw, base_algbw * BusFactor(op, n)});
-        absl::StrAppendFormat(&line, "   %9.2f %7.2f %7.2f  %12.3f", base * 1e6, base_algbw,
-                              base_algbw * BusFactor(op, n), base / seconds);
+      // Each repetition measures genesis, then the baseline, so that both see the same
+      // machine; the table shows the medians.
+      std::vector<double> ours, theirs;
+      for (int rep = 0; rep < std::max(1, absl::GetFlag(FLAGS_benchmark_repetitions)); ++rep) {
+        GENESIS_ASSIGN_OR_RETURN(double seconds,
+                                 TimeGenesis(*group, op, a, b, size, warmup, iters));
+        ours.push_back(seconds);
+        rows.push_back(MakeRow(op, "genesis", size, seconds, n));
+        if (raw) {
+          absl::StatusOr<double> base = raw(op, size);
+          if (base.ok()) {
+            theirs.push_back(*base);
+            rows.push_back(MakeRow(op, library, size, *base, n));
+          } else if (base.status().code() != absl::StatusCode::kUnimplemented) {
+            return base.status();
+          }
+        }
+      }
+      const Row mine = MakeRow(op, "genesis", size, Median(ours), n);
+      std::string line = absl::StrFormat("%-15s %12d %10.2f %9.2f %9.2f", op, size,
+                                         mine.seconds * 1e6, mine.algbw, mine.busbw);
+      if (!theirs.empty()) {
+        const Row base = MakeRow(op, library, size, Median(theirs), n);
+        absl::StrAppendFormat(&line, "   %9.2f %7.2f %7.2f  %12.3f", base.seconds * 1e6,
+                              base.algbw, base.busbw, base.seconds / mine.seconds);
       }
       if (root) std::printf("%s\n", line.c_str());
     }

@@ -217,7 +217,7 @@ RunOutcome RunOne(const BenchRun& run, const Settings& s, const std::vector<std:
       return o;
     }
     std::vector<std::string> names;
-    const size_t n = run.min_gpus > 1 ? s.devices.gpus.size() : 1;
+    const size_t n = run.min_gpus > 1 || run.all_gpus ? s.devices.gpus.size() : 1;
     for (size_t i = 0; i < n; ++i) names.push_back(absl::StrCat("cuda:", s.devices.gpus[i]));
     o.device = absl::StrJoin(names, ",");
   }
@@ -244,6 +244,8 @@ RunOutcome RunOne(const BenchRun& run, const Settings& s, const std::vector<std:
   const std::string& filter = s.quick && !run.quick_filter.empty() ? run.quick_filter : run.filter;
   if (!filter.empty()) argv.push_back("--benchmark_filter=" + filter);
   if (run.wants_traces) argv.insert(argv.end(), traces.begin(), traces.end());
+  const std::vector<std::string>& args = s.quick && !run.quick_args.empty() ? run.quick_args : run.args;
+  argv.insert(argv.end(), args.begin(), args.end());
   std::map<std::string, std::string> env;
   if (run.device == BenchDevice::kCuda) {
     std::vector<int> order = s.devices.gpus;
@@ -401,8 +403,7 @@ int RunBench(absl::Span<const std::string> args) {
         targets += !r.met.empty();
         met += r.met == "yes";
       }
-      std::string status = suite["status"];
-      if (!suite["reason"].get<std::string>().empty()) status += ": " + suite["reason"].get<std::string>();
+      const std::string status = suite["status"];
       t.AddRow({suite["name"], status, absl::StrCat(n),
                 targets ? absl::StrCat(met, " of ", targets) : "-"});
     }

@@ -1,6 +1,7 @@
 #include "tools/genesis/bench_report.h"
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
@@ -337,12 +338,6 @@ std::string RenderReport(const BenchReportInput& input, const std::vector<PairRo
                     run ? absl::StrCat(" (", run->package, ":", run->target, ")") : "", ": ",
                     r.status, ": ", r.reason, "\n");
   }
-  for (const BenchSuite& s : BenchSuites()) {
-    if (!s.not_built_reason.empty() &&
-        std::find(input.suites.begin(), input.suites.end(), s.name) != input.suites.end()) {
-      absl::StrAppend(&skipped, "- ", s.name, ": skipped: ", s.not_built_reason, "\n");
-    }
-  }
   if (!skipped.empty()) absl::StrAppend(&md, "\n## Skipped or failed\n\n", skipped);
 
   md += "\n## Files\n\n";
@@ -362,12 +357,7 @@ nlohmann::json ReportJson(const BenchReportInput& input, const std::vector<PairR
   for (const std::string& suite : input.suites) {
     std::string devices;
     std::string status = SuiteStatus(input, suite, &devices);
-    std::string reason;
-    for (const BenchSuite& s : BenchSuites()) {
-      if (s.name == suite && !s.not_built_reason.empty()) reason = s.not_built_reason;
-    }
-    suites.push_back({{"name", suite}, {"status", status}, {"devices", devices},
-                      {"reason", reason}});
+    suites.push_back({{"name", suite}, {"status", status}, {"devices", devices}});
   }
   nlohmann::json runs = nlohmann::json::array();
   for (const RunOutcome& r : input.runs) {
@@ -388,6 +378,28 @@ nlohmann::json ReportJson(const BenchReportInput& input, const std::vector<PairR
           {"rows", out_rows}, {"plots", input.plots}, {"plots_skipped", input.plots_skipped}};
 }
 
+// Bandwidth against size for each collective: the group beside the library called
+// directly (collectives_benchmark's "<op>/<impl>/<bytes>" rows).
+void CollectivePlots(const BenchReportInput& input, nlohmann::json& plots) {
+  for (const auto& [run_id, library, where] :
+       {std::tuple<const char*, const char*, const char*>{"collectives_cpu", "gloo", "CPU processes"},
+        {"collectives_cuda", "nccl", "GPUs"}}) {
+    const auto it = input.files.find(run_id);
+    if (it == input.files.end()) continue;
+    for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+                           "all_to_all", "send_recv"}) {
+      nlohmann::json plot = LinePlot(absl::StrCat(run_id, "_", op, ".png"),
+                                     absl::StrCat(op, " across ", where),
+                                     "bytes", "GB/s (algorithm bandwidth)", false);
+      plot["series"].push_back(Series(it->second, absl::StrCat("genesis ", library, " group"),
+                                      absl::StrCat(op, "/genesis/"), "", true));
+      plot["series"].push_back(Series(it->second, absl::StrCat(library, " called directly"),
+                                      absl::StrCat(op, "/", library, "/"), "", true));
+      AddIfData(plots, std::move(plot));
+    }
+  }
+}
+
 nlohmann::json PlotSpec(const BenchReportInput& input) {
   nlohmann::json plots = nlohmann::json::array();
   AllocPlot(input, plots, "alloc_cpu", {{"BM_HostPool", "genesis host pool"},
@@ -396,6 +408,7 @@ nlohmann::json PlotSpec(const BenchReportInput& input) {
                                          {"BM_CudaMallocAsync", "cudaMallocAsync"}});
   CopyPlots(input, plots);
   PeerPlots(input, plots);
+  CollectivePlots(input, plots);
   return {{"plots", plots}};
 }
 

@@ -31,18 +31,16 @@ std::string Threads(int n) { return n == 1 ? "1 thread" : absl::StrCat(n, " thre
 
 std::vector<BenchSuite> MakeSuites() {
   return {
-      {"alloc", "memory pools against the system and CUDA allocators, 1 to 16 threads", ""},
-      {"copy", "copies by path and size against memcpy / cudaMemcpy(Async)", ""},
-      {"batch", "batches of copies against a loop of cudaMemcpyAsync and cudaMemcpyBatchAsync",
-       ""},
-      {"peer", "every ordered pair of GPUs: bandwidth and latency, against cudaMemcpyPeerAsync",
-       ""},
-      {"convert", "dtype conversion against a copy of the same bytes", ""},
-      {"contiguous", "contiguous() of a transposed matrix against a copy of the same bytes",
-       ""},
-      {"replay", "recorded allocation traces (traces/) through a pool against malloc/free",
-       ""},
-      {"collectives", "NCCL collectives (benchmarks/distributed)", "not built yet"},
+      {"alloc", "memory pools against the system and CUDA allocators, 1 to 16 threads"},
+      {"copy", "copies by path and size against memcpy / cudaMemcpy(Async)"},
+      {"batch", "batches of copies against a loop of cudaMemcpyAsync and cudaMemcpyBatchAsync"},
+      {"peer", "every ordered pair of GPUs: bandwidth and latency, against cudaMemcpyPeerAsync"},
+      {"convert", "dtype conversion against a copy of the same bytes"},
+      {"contiguous", "contiguous() of a transposed matrix against a copy of the same bytes"},
+      {"replay", "recorded allocation traces (traces/) through a pool against malloc/free"},
+      {"collectives",
+       "process groups' collectives against the same library called directly (Gloo between "
+       "CPU processes, NCCL across the chosen GPUs, one rank each), and bucketed all_reduce"},
   };
 }
 
@@ -75,6 +73,16 @@ std::vector<BenchRun> MakeRuns() {
       {"contiguous", D::kCuda, "contiguous_cuda", "benchmarks/storage",
        "storage_cuda_benchmark", "BM_CopyStridedCuda|BM_CudaMemcpyAsync/67108864/", ""},
       {"replay", D::kCpu, "replay_cpu", "benchmarks/replay", "replay_benchmark", "", "", true},
+      {"collectives", D::kCpu, "collectives_cpu", "benchmarks/distributed",
+       "collectives_benchmark", "", "", false, 1, false,
+       {"--backend=gloo", "--nproc=2", "--ops=all_reduce,broadcast", "--max_bytes=64MiB",
+        "--iters=10", "--warmup=2"},
+       {"--backend=gloo", "--nproc=2", "--ops=all_reduce", "--max_bytes=1MiB", "--iters=5",
+        "--warmup=2", "--bucketed=false"}},
+      {"collectives", D::kCuda, "collectives_cuda", "benchmarks/distributed",
+       "collectives_benchmark", "", "", false, 1, true,
+       {"--backend=nccl"},
+       {"--backend=nccl", "--max_bytes=64MiB", "--iters=10"}},
   };
 }
 
@@ -298,6 +306,44 @@ void AddReplayPairs(std::vector<BenchPair>& pairs) {
   }
 }
 
+// Collectives: genesis's group beside the library called directly, per operation and
+// size (run names "<op>/<genesis|gloo|nccl>/<bytes>" of collectives_benchmark).
+constexpr const char* kCollectiveOps[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                          "broadcast",  "reduce",     "all_to_all",
+                                          "send_recv"};
+
+void AddCollectivePairs(std::vector<BenchPair>& pairs) {
+  for (const auto& [run, library] : {std::pair<const char*, const char*>{"collectives_cpu", "gloo"},
+                                     {"collectives_cuda", "nccl"}}) {
+    for (const char* op : kCollectiveOps) {
+      for (int64_t bytes : {int64_t{8} << 10, int64_t{1} << 20, int64_t{64} << 20,
+                            int64_t{1} << 30}) {
+        const bool small = bytes < (1 << 20);
+        BenchPair p = Pair(run, absl::StrCat(op, ", ", SizeName(bytes)),
+                           absl::StrCat(op, "/genesis/", bytes),
+                           absl::StrCat(library, " called directly"),
+                           absl::StrCat(op, "/", library, "/", bytes),
+                           small ? BenchMetric::kTime : BenchMetric::kBandwidth,
+                           std::string(library) == "nccl" && !small ? 0.95 : 0);
+        if (p.target > 0) p.target_source = "distributed issue: busbw >= 95% of raw NCCL";
+        p.optional = true;  // Sizes and operations a run did not cover.
+        pairs.push_back(std::move(p));
+      }
+    }
+    for (const char* how : {"packed", "views"}) {
+      BenchPair p = Pair(run, absl::StrCat("bucketed all_reduce of 1,000 gradients (100 MiB), ",
+                                           std::string(how) == "packed" ? "packed storages"
+                                                                        : "views of a flat buffer"),
+                         absl::StrCat("bucketed_all_reduce/", how), "one flat all_reduce",
+                         "bucketed_all_reduce/flat", BenchMetric::kTime,
+                         std::string(library) == "nccl" ? 0.9 : 0);
+      if (p.target > 0) p.target_source = "distributed issue: >= 90% of one flat all_reduce";
+      p.optional = true;
+      pairs.push_back(std::move(p));
+    }
+  }
+}
+
 std::vector<BenchPair> MakePairs() {
   std::vector<BenchPair> pairs;
   AddAllocPairs(pairs);
@@ -306,6 +352,7 @@ std::vector<BenchPair> MakePairs() {
   AddPeerPairs(pairs);
   AddConvertPairs(pairs);
   AddReplayPairs(pairs);
+  AddCollectivePairs(pairs);
   return pairs;
 }
 

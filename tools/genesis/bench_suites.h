@@ -34,6 +34,12 @@ struct BenchRun {
   std::string quick_filter;  // Used with --quick instead of `filter` when not empty.
   bool wants_traces = false;  // Takes the trace files as arguments (replay suite).
   int min_gpus = 1;        // CUDA parts: GPUs it needs (the peer matrix: 2).
+  // CUDA parts: runs on every chosen GPU (the peer matrix, collectives: one rank each),
+  // not only the first.
+  bool all_gpus = false;
+  // More arguments for the binary, and the ones used with --quick instead when given.
+  std::vector<std::string> args = {};
+  std::vector<std::string> quick_args = {};
 };
 
 // How a figure and its baseline compare. Every ratio is a speed-up: above 1 means the
@@ -57,14 +63,13 @@ struct BenchPair {
   bool optional = false;
 };
 
-// A suite by name, with why it is not run when it cannot be.
+// A suite by name.
 struct BenchSuite {
   std::string name;
   std::string summary;
-  std::string not_built_reason;  // Non-empty: reported as skipped with this reason.
 };
 
-// Every suite, in report order; "collectives" is listed but not built yet.
+// Every suite, in report order.
 const std::vector<BenchSuite>& BenchSuites();
 
 // Every run of every suite, in the order they run.

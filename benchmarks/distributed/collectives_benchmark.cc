@@ -331,6 +331,10 @@ absl::Status RunRank() {
   std::vector<Row> rows;
   const std::vector<std::string> ops = absl::StrSplit(absl::GetFlag(FLAGS_ops), ',');
   for (const std::string& op : ops) {
+    if (op == "send_recv" && n == 1) {
+      if (root) std::printf("%-15s (needs 2 ranks)\n", op.c_str());
+      continue;
+    }
     for (uint64_t bytes = std::max<uint64_t>(min_bytes, 4); bytes <= max_bytes;
          bytes *= absl::GetFlag(FLAGS_step_factor)) {
       // Sizes are whole float32 elements, and whole chunks where the operation splits.

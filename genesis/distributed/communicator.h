@@ -37,6 +37,8 @@ struct GroupInfo {
   Device device = Device::Cpu();
   // An operation not finished after this long fails, and the group with it.
   absl::Duration timeout = absl::Minutes(10);
+  // NCCL only: a blocking communicator (nccl/nccl_communicator.h says what it trades).
+  bool nccl_blocking = false;
 
   // "gloo group 'world' (rank 1 of 4)".
   std::string Describe() const;

@@ -416,6 +416,12 @@ TEST(GlooGroupTest, EnvironmentErrorsNameTheVariable) {
   status = ProcessGroupFromEnvironment(Backend::kGloo, env, bad_timeout).status();
   EXPECT_TRUE(absl::StrContains(status.message(), "GENESIS_DISTRIBUTED_TIMEOUT='soon'"))
       << status;
+  auto bad_blocking = [](std::string_view name) -> std::optional<std::string> {
+    if (name == "GENESIS_NCCL_BLOCKING") return std::string("yes");
+    return std::nullopt;
+  };
+  status = ProcessGroupFromEnvironment(Backend::kNccl, env, bad_blocking).status();
+  EXPECT_TRUE(absl::StrContains(status.message(), "GENESIS_NCCL_BLOCKING='yes'")) << status;
 }
 
 }  // namespace

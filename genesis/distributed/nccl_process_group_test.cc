@@ -23,12 +23,13 @@ using storage::Storage;
 using testing::Check;
 using testing::Filled;
 
-std::unique_ptr<ProcessGroup> OneRankWorld() {
+std::unique_ptr<ProcessGroup> OneRankWorld(bool blocking = false) {
   auto id = NewNcclUniqueId();
   EXPECT_TRUE(id.ok()) << id.status();
   if (!id.ok()) return nullptr;
   GroupOptions options;
   options.timeout = absl::Seconds(30);
+  options.nccl_blocking = blocking;
   auto group = CreateNcclGroup(0, 1, Device::Cuda(0), *id, options);
   EXPECT_TRUE(group.ok()) << group.status();
   return group.ok() ? *std::move(group) : nullptr;
@@ -77,6 +78,14 @@ TEST(NcclGroupTest, OneRankWorldRunsEveryOperation) {
   std::unique_ptr<ProcessGroup> group = OneRankWorld();
   ASSERT_NE(group, nullptr);
   EXPECT_EQ(group->backend(), "nccl");
+  EXPECT_EQ(RunEveryOperation(*group), "");
+}
+
+TEST(NcclGroupTest, OneRankBlockingWorldRunsEveryOperation) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true);
+  ASSERT_NE(group, nullptr);
+  EXPECT_TRUE(group->info().nccl_blocking);
   EXPECT_EQ(RunEveryOperation(*group), "");
 }
 

@@ -34,6 +34,7 @@ GroupInfo Info(const std::string& backend, int rank, int size, Device device,
   info.size = size;
   info.device = device;
   info.timeout = options.timeout;
+  info.nccl_blocking = options.nccl_blocking;
   return info;
 }
 
@@ -53,6 +54,13 @@ absl::StatusOr<GroupOptions> WithEnvironment(GroupOptions options, const EnvLook
           "' is not a positive number of seconds"));
     }
     options.timeout = absl::Seconds(seconds);
+  }
+  if (std::optional<std::string> value = lookup("GENESIS_NCCL_BLOCKING")) {
+    if (*value != "0" && *value != "1") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "environment variable GENESIS_NCCL_BLOCKING='", *value, "' is not 0 or 1"));
+    }
+    options.nccl_blocking = *value == "1";
   }
   return options;
 }

@@ -42,6 +42,9 @@ struct GroupOptions {
   // An operation (or the group's creation) not finished after this long fails, and
   // the group is then unusable.
   absl::Duration timeout = absl::Minutes(10);
+  // NCCL: blocking communicators (faster grouped point-to-point calls; see
+  // nccl/nccl_communicator.h). GENESIS_NCCL_BLOCKING=1 sets it from the environment.
+  bool nccl_blocking = false;
   // Gloo: the address this rank listens on. Empty: 127.0.0.1 when every rank is on
   // one host (or for explicit groups), else this host's name.
   std::string gloo_hostname;

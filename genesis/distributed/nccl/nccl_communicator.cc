@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <list>
+#include <vector>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -79,6 +80,7 @@ std::string DescribeBuffer(const Buffer& b) {
 struct Comm {
   Comm(GroupInfo info) : info(std::move(info)), health(this->info.Describe()) {}
   ~Comm() {
+    for (cudaEvent_t e : free_events) cudaEventDestroy(e);
     if (comm == nullptr) return;
     absl::StatusOr<cuda::DeviceGuard> guard = cuda::DeviceGuard::Create(info.device.index());
     if (health.failed()) {
@@ -126,11 +128,35 @@ struct Comm {
     }
   }
 
+  // An event for one operation: a finished operation's, or a new one.
+  absl::StatusOr<cudaEvent_t> TakeEvent() {
+    {
+      std::lock_guard<std::mutex> lock(events_mu);
+      if (!free_events.empty()) {
+        cudaEvent_t e = free_events.back();
+        free_events.pop_back();
+        return e;
+      }
+    }
+    cudaEvent_t e = nullptr;
+    GENESIS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
+  }
+
+  // Takes back the event of a finished (or never queued) operation.
+  void ReturnEvent(cudaEvent_t e) {
+    std::lock_guard<std::mutex> lock(events_mu);
+    free_events.push_back(e);
+  }
+
   const GroupInfo info;
   internal::GroupHealth health;
   // Serialises calls on `comm` (a communicator is not thread-safe).
   std::mutex mu;
   ncclComm_t comm = nullptr;
+  // Events are reused: creating one per operation costs more than a small collective.
+  std::mutex events_mu;
+  std::vector<cudaEvent_t> free_events;
 };
 
 // An operation in flight: done when its event has completed; failed when NCCL reports
@@ -142,7 +168,14 @@ class NcclWorkState final : public WorkState {
         comm_(std::move(comm)),
         event_(event),
         deadline_(absl::Now() + comm_->info.timeout) {}
-  ~NcclWorkState() override { cudaEventDestroy(event_); }
+  ~NcclWorkState() override {
+    // An event still pending (the operation was abandoned after an error) is not reused.
+    if (cudaEventQuery(event_) == cudaSuccess) {
+      comm_->ReturnEvent(event_);
+    } else {
+      cudaEventDestroy(event_);
+    }
+  }
 
  protected:
   void Progress() override {
@@ -369,7 +402,7 @@ class NcclCommunicator final : public Communicator {
     GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
                              cuda::DeviceGuard::Create(comm_->info.device.index()));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
+    config.blocking = comm_->info.nccl_blocking ? 1 : 0;
     {
       std::lock_guard<std::mutex> lock(comm_->mu);
       ncclResult_t r = ncclCommSplit(comm_->comm, new_rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
@@ -398,8 +431,7 @@ class NcclCommunicator final : public Communicator {
     const std::string description = absl::StrCat(what, " in ", comm_->info.Describe());
     GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
                              cuda::DeviceGuard::Create(comm_->info.device.index()));
-    cudaEvent_t event = nullptr;
-    GENESIS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    GENESIS_ASSIGN_OR_RETURN(cudaEvent_t event, comm_->TakeEvent());
     absl::Status issued;
     {
       std::lock_guard<std::mutex> lock(comm_->mu);
@@ -412,7 +444,7 @@ class NcclCommunicator final : public Communicator {
     if (issued.ok()) issued = cuda::CudaStatus(cudaEventRecord(event, stream),
                                                          "cudaEventRecord");
     if (!issued.ok()) {
-      cudaEventDestroy(event);
+      comm_->ReturnEvent(event);
       absl::Status error(issued.code(), absl::StrCat(description, " failed: ", issued.message()));
       comm_->Fail(error);
       return error;
@@ -457,7 +489,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
   std::memcpy(id.internal, unique_id.data(), kUniqueIdBytes);
   auto comm = std::make_shared<Comm>(info);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  config.blocking = info.nccl_blocking ? 1 : 0;
   ncclResult_t r = ncclCommInitRankConfig(&comm->comm, info.size, id, info.rank, &config);
   absl::Status status = r == ncclSuccess || r == ncclInProgress
                             ? comm->WaitAsync("ncclCommInitRankConfig")

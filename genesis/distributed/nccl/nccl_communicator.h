@@ -1,10 +1,15 @@
 // NCCL communicators for GPU memory, and NCCL's unique id.
 //
-// Communicators are non-blocking (NCCL's config.blocking = 0): no call waits for a peer,
-// and a watchdog thread polls every operation in flight (its event and NCCL's
-// asynchronous error). An operation that fails, or has not finished within the
+// Communicators are non-blocking by default (NCCL's config.blocking = 0): no call waits
+// for a peer, and a watchdog thread polls every operation in flight (its event and
+// NCCL's asynchronous error). An operation that fails, or has not finished within the
 // group's timeout, aborts the communicator (ncclCommAbort stops its kernels), so a dead
 // peer or ranks that called different operations become errors, never hangs.
+// GroupInfo::nccl_blocking makes them blocking, as PyTorch's are by default: grouped
+// point-to-point calls (send/recv, all_to_all) then skip the hand-off to NCCL's own
+// thread that non-blocking groups pay on every call, and the watchdog still aborts
+// operations that do not finish; only a call that blocks while issuing it (connecting to
+// a peer that died before the first transfer) is then not bounded by the timeout.
 //
 // Operations run on the buffer's stream (the storage's stream), so the pool's stream
 // order keeps their memory safe without record_stream.

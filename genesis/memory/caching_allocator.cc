@@ -179,6 +179,10 @@ struct ThreadCache {
   // Held as owner while fast-path events go to observers; RemoveObserver takes every
   // thread's, as another thread, to know that no call into a removed observer is left.
   mutable OwnerLock report_mu;
+  // Under report_mu: this thread's log from the pool's one observer, asked for once
+  // after observers change (sink_asked); cleared whenever they change.
+  FastEventSink sink;
+  bool sink_asked = false;
   // A cached block with what handing it out again needs, so that a hit reads nothing
   // from the block itself (its fields are written, never waited for).
   struct Cached {
@@ -494,9 +498,10 @@ class CachingAllocator::Impl {
   absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream) {
     if (fast_path_ && bytes <= fast_max_bytes_) {
       const size_t size = (std::max<size_t>(bytes, 1) + rounding_mask_) & ~rounding_mask_;
-      if (char* p = CachePop(size, stream, bytes)) {
+      ThreadCache* cache = MyCache();
+      if (char* p = CachePop(*cache, size, stream, bytes)) {
         if (observed()) [[unlikely]] {
-          ReportFast(AllocatorEventType::kAllocate, size, bytes, p, stream);
+          ReportFast(*cache, AllocatorEventType::kAllocate, size, bytes, p, stream);
         }
         return static_cast<void*>(p);
       }
@@ -507,9 +512,11 @@ class CachingAllocator::Impl {
   absl::Status Free(void* ptr) {
     if (ptr == nullptr) return absl::OkStatus();
     FastFreed freed;
-    if (fast_path_ && FreeToOwnCache(ptr, &freed)) {
+    if (!fast_path_) return FreeSlow(ptr);
+    ThreadCache* cache = MyCache();
+    if (FreeToOwnCache(*cache, ptr, &freed)) {
       if (observed()) [[unlikely]] {
-        ReportFast(AllocatorEventType::kFree, freed.size, freed.requested, ptr,
+        ReportFast(*cache, AllocatorEventType::kFree, freed.size, freed.requested, ptr,
                    freed.stream);
       }
       return absl::OkStatus();
@@ -576,14 +583,18 @@ class CachingAllocator::Impl {
   ThreadCache* MyCacheSlow();
   // Takes a cached block of `size` for `stream` and accounts for the allocation in the
   // thread's own figures; nullptr if the thread has none.
-  char* CachePop(size_t size, StreamId stream, size_t requested);
+  char* CachePop(size_t size, StreamId stream, size_t requested) {
+    return CachePop(*MyCache(), size, stream, requested);
+  }
+  char* CachePop(ThreadCache& cache, size_t size, StreamId stream, size_t requested);
   bool CachePush(Block* b, size_t requested);
   // `seq`: the block's alloc_seq.
   bool CachePushLocked(ThreadCache& cache, Block* b, size_t requested, uint64_t seq);
   // Frees `ptr` into this thread's cache if this thread took it from there and it is
   // still allocated: no address-map lookup. False sends the free down the usual path.
   // `freed` (if not null) receives the block's size, requested bytes and stream.
-  bool FreeToOwnCache(const void* ptr, FastFreed* freed = nullptr);
+  bool FreeToOwnCache(const void* ptr) { return FreeToOwnCache(*MyCache(), ptr, nullptr); }
+  bool FreeToOwnCache(ThreadCache& cache, const void* ptr, FastFreed* freed);
   // Raises the pool's peaks to what the cache's highs say they reached, then adds the
   // cache's unfolded changes to the pool's current values. The caller holds cache.mu.
   // Peaks are exact with one thread; with several, a high is set against the pool's
@@ -605,10 +616,27 @@ class CachingAllocator::Impl {
   void Unregister(Block* b);
   absl::Status BadPointer(const void* ptr, const char* what) const;
   void Dispatch(const Sink& events);
-  // Passes a fast-path event to the published observers' OnFastEvent, holding this
-  // thread's report_mu as owner (no pool lock, no allocation).
-  [[gnu::noinline]] void ReportFast(AllocatorEventType type, size_t size, size_t requested,
-                                    const void* ptr, StreamId stream);
+  // Reports a fast-path event of this thread (`cache` is its cache), holding its
+  // report_mu as owner (no pool lock, no allocation): into the sink of the pool's one
+  // observer if it gave one, else to the observers' OnFastEvent (ReportFastSlow).
+  [[gnu::always_inline]] void ReportFast(ThreadCache& cache, AllocatorEventType type,
+                                         size_t size, size_t requested, const void* ptr,
+                                         StreamId stream) {
+    OwnerLock::AsOwner lock(cache.report_mu);
+    if (cache.sink.log != nullptr && (requested >> FastEventLog::kTagShift) == 0)
+        [[likely]] {
+      cache.sink.log->AppendFast(type == AllocatorEventType::kAllocate
+                                     ? FastEventLog::kAllocate
+                                     : FastEventLog::kFree,
+                                 ptr, stream, requested, cache.sink.tag);
+      return;
+    }
+    ReportFastSlow(cache, type, size, requested, ptr, stream);
+  }
+  // The caller holds cache.report_mu as owner.
+  [[gnu::noinline]] void ReportFastSlow(ThreadCache& cache, AllocatorEventType type,
+                                        size_t size, size_t requested, const void* ptr,
+                                        StreamId stream);
   // Publishes observers_ to the fast path and waits until no fast-path report uses the
   // list it replaces. The caller holds observers_mu_.
   void PublishObserversLocked();
@@ -1034,9 +1062,9 @@ ThreadCache* CachingAllocator::Impl::MyCacheSlow() {
   return tls_pool_cache;
 }
 
-inline char* CachingAllocator::Impl::CachePop(size_t size, StreamId stream,
-                                             size_t requested) {
-  ThreadCache* cache = MyCache();
+inline char* CachingAllocator::Impl::CachePop(ThreadCache& cache_ref, size_t size,
+                                             StreamId stream, size_t requested) {
+  ThreadCache* cache = &cache_ref;
   OwnerLock::AsOwner lock(cache->mu);
   ThreadCache::BinVector* bin = cache->Bin(size, stream, /*create=*/false);
   if (bin == nullptr || bin->empty()) return nullptr;
@@ -1103,8 +1131,9 @@ bool CachingAllocator::Impl::CachePush(Block* b, size_t requested) {
   return CachePushLocked(*cache, b, requested, b->alloc_seq.load(std::memory_order_relaxed));
 }
 
-inline bool CachingAllocator::Impl::FreeToOwnCache(const void* ptr, FastFreed* freed) {
-  ThreadCache* cache = MyCache();
+inline bool CachingAllocator::Impl::FreeToOwnCache(ThreadCache& cache_ref, const void* ptr,
+                                                  FastFreed* freed) {
+  ThreadCache* cache = &cache_ref;
   OwnerLock::AsOwner lock(cache->mu);
   ThreadCache::HandedOut& slot = cache->handed_out[ThreadCache::SlotFor(ptr)];
   if (slot.ptr != ptr) return false;
@@ -2244,9 +2273,22 @@ void CachingAllocator::Impl::Dispatch(const Sink& events) {
   }
 }
 
-void CachingAllocator::Impl::ReportFast(AllocatorEventType type, size_t size,
-                                        size_t requested, const void* ptr,
-                                        StreamId stream) {
+void CachingAllocator::Impl::ReportFastSlow(ThreadCache& cache, AllocatorEventType type,
+                                            size_t size, size_t requested, const void* ptr,
+                                            StreamId stream) {
+  const ObserverList* list = fast_observers_.load(std::memory_order_acquire);
+  if (list == nullptr) return;
+  if (!cache.sink_asked) {
+    cache.sink_asked = true;
+    if (list->observers.size() == 1) cache.sink = list->observers[0]->FastSinkForThisThread();
+    if (cache.sink.log != nullptr && (requested >> FastEventLog::kTagShift) == 0) {
+      cache.sink.log->AppendFast(type == AllocatorEventType::kAllocate
+                                     ? FastEventLog::kAllocate
+                                     : FastEventLog::kFree,
+                                 ptr, stream, requested, cache.sink.tag);
+      return;
+    }
+  }
   AllocatorEvent e;
   e.type = type;
   e.size = size;
@@ -2257,10 +2299,6 @@ void CachingAllocator::Impl::ReportFast(AllocatorEventType type, size_t size,
   e.thread_id = ThisThreadId();
   e.small_pool = size < opt_.small_size_limit;
   e.from_thread_cache = true;
-  ThreadCache* cache = MyCache();
-  OwnerLock::AsOwner lock(cache->report_mu);
-  const ObserverList* list = fast_observers_.load(std::memory_order_acquire);
-  if (list == nullptr) return;
   for (const auto& o : list->observers) o->OnFastEvent(e);
 }
 
@@ -2268,9 +2306,10 @@ void CachingAllocator::Impl::PublishObserversLocked() {
   auto list = std::make_unique<ObserverList>();
   list->observers = observers_;
   fast_observers_.store(list.get(), std::memory_order_release);
-  // Fast-path reports that loaded the old list hold their thread's report_mu; taking
-  // each (as another thread) waits for them. The caches are copied first so that a
-  // report calling Stats() (which takes registry_->mu) cannot deadlock with this.
+  // Fast-path reports that loaded the old list (or use a sink from it) hold their
+  // thread's report_mu; taking each (as another thread) waits for them, and the sinks,
+  // cleared, are asked for again from the new list. The caches are copied first so
+  // that a report calling Stats() (which takes registry_->mu) cannot deadlock with this.
   std::vector<std::shared_ptr<ThreadCache>> caches;
   {
     std::lock_guard<std::mutex> lock(registry_->mu);
@@ -2281,6 +2320,10 @@ void CachingAllocator::Impl::PublishObserversLocked() {
   for (const auto& c : caches) locks.push_back(&c->report_mu);
   if (!locks.empty()) {
     OwnerLock::LockAll(locks);
+    for (const auto& c : caches) {
+      c->sink = {};
+      c->sink_asked = false;
+    }
     OwnerLock::UnlockAll(locks);
   }
   fast_observers_owner_ = std::move(list);

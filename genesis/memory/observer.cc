@@ -1,5 +1,7 @@
 #include "genesis/memory/observer.h"
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <string_view>
 
@@ -24,6 +26,17 @@ std::string_view AllocatorEventTypeName(AllocatorEventType type) {
   }
   return "unknown";
 }
+
+FastEventLog::FastEventLog(size_t capacity, const std::atomic<int64_t>* clock)
+    : mask_(std::bit_ceil(std::max<size_t>(capacity, 1)) - 1),
+      clock_(clock),
+      records_(new Record[mask_ + 1]) {
+  for (size_t i = 0; i <= mask_; ++i) {
+    for (auto& w : records_[i].words) w.store(0, std::memory_order_relaxed);
+  }
+}
+
+FastEventSink AllocatorObserver::FastSinkForThisThread() { return {}; }
 
 void AllocatorObserver::OnFastEvent(const AllocatorEvent& event) {
   AllocatorEvent stamped = event;

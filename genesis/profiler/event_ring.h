@@ -1,13 +1,15 @@
 // EventRing: the bounded history one thread records, readable from any thread.
 //
 // The profiler gives every recording thread a ring of its own, so recording an event
-// takes no lock, no atomic read-modify-write and no allocation: the writer fills a slot
-// of eight words (relaxed atomic stores, plain moves on x86) and publishes it by
-// advancing its head. When the ring is full the oldest events are overwritten; the
-// ring counts them. Readers (reports, on any thread, while the writer goes on) copy the
-// slots and keep only those the writer cannot have overwritten during the copy.
+// takes no lock, no atomic read-modify-write and no allocation. A ring is a
+// memory::FastEventLog of 32-byte records, into which the pool writes its fast-path
+// events itself, beside a side table of four more words per record that the
+// recorder's own events (slow-path events, markers) fill. When the ring is full the
+// oldest events are overwritten; the ring counts them. Readers (reports, on any thread,
+// while the writer goes on) copy the records and keep only those the writer cannot
+// have overwritten during the copy.
 //
-//   EventRing ring(/*capacity=*/1 << 16, /*stack_depth=*/0);
+//   EventRing ring(/*capacity=*/1 << 16, /*stack_depth=*/0, /*clock=*/nullptr);
 //   ring.Push(event, {});                 // On the owning thread only.
 //   std::vector<RingEntry> copy; ring.Read(&copy);   // Any thread.
 #ifndef GENESIS_PROFILER_EVENT_RING_H_
@@ -21,26 +23,13 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "genesis/memory/observer.h"
 
 namespace genesis::profiler {
-namespace ring_internal {
-// ThreadSanitizer does not model fences (gcc refuses them under -fsanitize=thread): there
-// the slots are written with release and read with acquire stores instead, the same
-// ordering at a higher price.
-#if defined(__SANITIZE_THREAD__)
-inline constexpr std::memory_order kSlotStore = std::memory_order_release;
-inline constexpr std::memory_order kSlotLoad = std::memory_order_acquire;
-inline void WriterFence() {}
-inline void ReaderFence() {}
-#else
-inline constexpr std::memory_order kSlotStore = std::memory_order_relaxed;
-inline constexpr std::memory_order kSlotLoad = std::memory_order_relaxed;
-inline void WriterFence() { std::atomic_thread_fence(std::memory_order_release); }
-inline void ReaderFence() { std::atomic_thread_fence(std::memory_order_acquire); }
-#endif
-}  // namespace ring_internal
 
-// One recorded event as the ring stores it: eight words, interpreted by the recorder.
+// One recorded event as the ring stores it: words 0-3 the log's record (see
+// memory::FastEventLog), words 4-7 the side table's, interpreted by the recorder.
+// Records the pool wrote leave words 4-7 as they were.
 struct RawEvent {
   uint64_t words[8] = {};
 };
@@ -57,37 +46,33 @@ class EventRing {
  public:
   // `capacity` is rounded up to a power of two; it must be > 0 (the recorder checks
   // its options). `stack_depth` return addresses are kept per event (0: none).
-  EventRing(size_t capacity, int stack_depth);
+  // `clock`: the time of events the pool writes (memory::FastEventLog).
+  EventRing(size_t capacity, int stack_depth, const std::atomic<int64_t>* clock = nullptr);
   EventRing(const EventRing&) = delete;
   EventRing& operator=(const EventRing&) = delete;
+
+  // The log the pool writes the owning thread's fast-path events into.
+  memory::FastEventLog* log() { return &log_; }
 
   // Owning thread only. Records `event` with up to stack_depth() frames of `stack`,
   // overwriting the oldest event when full.
   void Push(const RawEvent& event, absl::Span<void* const> stack) {
-    const uint64_t index = head_.load(std::memory_order_relaxed);
-    // Says which slot is being overwritten before overwriting it: a reader that saw any
-    // store below sees this one too (the fences pair with Read's acquire fence).
-    begun_.store(index + 1, std::memory_order_relaxed);
-    ring_internal::WriterFence();
-    Slot& slot = slots_[index & mask_];
-    for (int i = 0; i < 8; ++i) {
-      slot.words[i].store(event.words[i], ring_internal::kSlotStore);
-    }
+    using memory::fast_log_internal::kRecordStore;
+    const uint64_t index = log_.Begin();
+    memory::FastEventLog::Record& record = log_.record(index);
+    const uint64_t slot = index & (log_.capacity() - 1);
+    std::atomic<uint64_t>* side = &side_[slot * 4];
+    for (int i = 0; i < 4; ++i) side[i].store(event.words[4 + i], kRecordStore);
     if (stack_depth_ > 0) {
-      std::atomic<uintptr_t>* frames = &frames_[(index & mask_) * stack_depth_];
+      std::atomic<uintptr_t>* frames = &frames_[slot * stack_depth_];
       const size_t n = std::min<size_t>(stack.size(), stack_depth_);
       for (size_t i = 0; i < n; ++i) {
-        frames[i].store(reinterpret_cast<uintptr_t>(stack[i]), ring_internal::kSlotStore);
+        frames[i].store(reinterpret_cast<uintptr_t>(stack[i]), kRecordStore);
       }
-      slot.depth.store(static_cast<uint32_t>(n), ring_internal::kSlotStore);
+      depths_[slot].store(static_cast<uint32_t>(n), kRecordStore);
     }
-    head_.store(index + 1, std::memory_order_release);
-  }
-
-  // Owning thread only: `time`, or the largest time passed here before if that is later.
-  uint64_t Monotonic(uint64_t time) {
-    last_time_ = std::max(last_time_, time);
-    return last_time_;
+    for (int i = 0; i < 4; ++i) record.words[i].store(event.words[i], kRecordStore);
+    log_.Publish(index);
   }
 
   // Any thread. Appends the events the ring holds, oldest first, to `out`, skipping any
@@ -96,24 +81,16 @@ class EventRing {
   uint64_t Read(std::vector<RingEntry>* out) const;
 
   // Events recorded so far (kept or dropped).
-  uint64_t recorded() const { return head_.load(std::memory_order_acquire); }
-  size_t capacity() const { return mask_ + 1; }
+  uint64_t recorded() const { return log_.head(); }
+  size_t capacity() const { return log_.capacity(); }
   int stack_depth() const { return stack_depth_; }
 
  private:
-  struct alignas(64) Slot {
-    std::atomic<uint64_t> words[8];
-    std::atomic<uint32_t> depth{0};
-  };
-
-  const size_t mask_;
   const int stack_depth_;
-  uint64_t last_time_ = 0;  // The writer's own.
-  std::unique_ptr<Slot[]> slots_;
+  memory::FastEventLog log_;
+  std::unique_ptr<std::atomic<uint64_t>[]> side_;
+  std::unique_ptr<std::atomic<uint32_t>[]> depths_;
   std::unique_ptr<std::atomic<uintptr_t>[]> frames_;
-  alignas(64) std::atomic<uint64_t> head_{0};
-  // Index + 1 of the last event whose writing began (head_ + 1 during a Push).
-  std::atomic<uint64_t> begun_{0};
 };
 
 }  // namespace genesis::profiler

@@ -25,8 +25,11 @@ using memory::AllocatorEventType;
 constexpr size_t kMaxRingEvents = size_t{1} << 24;
 constexpr int kMaxStackDepth = 64;
 
-// Word layout of a RawEvent.
-enum Word { kTime, kAddress, kSize, kRequested, kStream, kDuration, kMeta, kThread };
+using memory::FastEventLog;
+
+// Word layout of a RawEvent: the log's record (address, stream, tag, time and kind),
+// then, for the recorder's own events (kind FastEventLog::kObserver), the side table's.
+enum Word { kAddress, kStream, kTag, kTimeKind, kSize, kDuration, kMeta, kRequested };
 constexpr uint64_t kHit = 1, kFast = 2, kSmall = 4;
 
 uint64_t Meta(EventKind kind, uint64_t flags, int source, int aux) {
@@ -106,6 +109,13 @@ class Recorder::Core {
     }
   }
 
+  // Where the pool writes this thread's fast-path events for `source`: none with
+  // stacks (the pool takes none), so that those events come through OnFastEvent.
+  memory::FastEventSink FastSink(int source) {
+    if (options_.stacks) return {};
+    return {MyRing().log(), static_cast<uint64_t>(static_cast<uint16_t>(source))};
+  }
+
   const RecorderOptions& options() const { return options_; }
 
   // The calling thread's ring, made on its first event.
@@ -117,7 +127,10 @@ class Recorder::Core {
   [[gnu::always_inline]] void Record(EventKind kind, uint64_t flags, int source, int aux,
                                      int64_t time_ns, const AllocatorEvent* e) {
     RawEvent raw;
-    raw.words[kTime] = static_cast<uint64_t>(time_ns);
+    raw.words[kTimeKind] = (static_cast<uint64_t>(time_ns) & FastEventLog::kTimeMask) |
+                           uint64_t{FastEventLog::kObserver} << FastEventLog::kKindShift;
+    raw.words[kTag] = static_cast<uint64_t>(static_cast<uint16_t>(source))
+                      << FastEventLog::kTagShift;
     if (e != nullptr) {
       raw.words[kAddress] = reinterpret_cast<uintptr_t>(e->address);
       raw.words[kSize] = e->size;
@@ -126,11 +139,7 @@ class Recorder::Core {
       raw.words[kDuration] = static_cast<uint64_t>(e->duration_ns);
     }
     raw.words[kMeta] = Meta(kind, flags, source, aux);
-    raw.words[kThread] = ThisThreadHash();
     EventRing& ring = MyRing();
-    // A thread's times never go back (the tick clock lags the pool's exact times), so
-    // sorting by time keeps each thread's order.
-    raw.words[kTime] = ring.Monotonic(raw.words[kTime]);
     if (options_.stacks) {
       void* frames[kMaxStackDepth];
       // Skips Record and the observer's entry point.
@@ -175,13 +184,21 @@ class Recorder::Core {
       if (inserted) markers_.emplace_back(name);
       aux = static_cast<int>(it->second);
     }
-    Record(EventKind::kMarker, 0, -1, aux, SteadyNowNs(), nullptr);
+    Record(EventKind::kMarker, 0, -1, aux, SteadyNowNs(), nullptr);  // Tag 0xffff.
   }
 
   struct Source {
     memory::CachingAllocator* pool;
     std::shared_ptr<memory::AllocatorObserver> tap;
     SourceInfo info;
+    // The pool's block_rounding and small_size_limit (sizes of fast-path events).
+    size_t block_rounding;
+    size_t small_size_limit;
+  };
+  // A thread's ring and the hash of its id.
+  struct ThreadRing {
+    std::unique_ptr<EventRing> ring;
+    uint64_t thread;
   };
 
   absl::Status Attach(memory::CachingAllocator* pool, std::string device,
@@ -200,11 +217,12 @@ class Recorder::Core {
       }
     }
     auto ring = std::make_unique<EventRing>(options_.ring_events,
-                                            options_.stacks ? options_.stack_depth : 0);
+                                            options_.stacks ? options_.stack_depth : 0,
+                                            tick_ != nullptr ? tick_->source() : nullptr);
     EventRing* raw = ring.get();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      rings_.push_back(std::move(ring));
+      rings_.push_back({std::move(ring), ThisThreadHash()});
     }
     // Entries of recorders that are gone are never matched again (ids are not reused).
     rings.push_back({id_, raw});
@@ -220,7 +238,7 @@ class Recorder::Core {
   std::atomic<int64_t> stop_ns_{0};
 
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<EventRing>> rings_;
+  std::vector<ThreadRing> rings_;
   std::vector<Source> sources_;
   std::vector<std::string> markers_;
   absl::flat_hash_map<std::string, size_t> marker_ids_;
@@ -236,6 +254,7 @@ class Tap : public memory::AllocatorObserver {
       : core_(std::move(core)), source_(source), pool_(pool) {}
   void OnEvent(const AllocatorEvent& e) override { core_->OnEvent(source_, pool_, e); }
   void OnFastEvent(const AllocatorEvent& e) override { core_->OnFastEvent(source_, e); }
+  memory::FastEventSink FastSinkForThisThread() override { return core_->FastSink(source_); }
 
  private:
   const std::shared_ptr<Recorder::Core> core_;
@@ -264,7 +283,8 @@ absl::Status Recorder::Core::Attach(memory::CachingAllocator* pool, std::string 
       return absl::ResourceExhaustedError("profiler: too many pools attached");
     }
     const memory::MemoryStats stats = pool->Stats();
-    Source s{pool, nullptr, {}};
+    Source s{pool, nullptr, {}, pool->options().block_rounding,
+             pool->options().small_size_limit};
     s.info.device = std::move(device);
     s.info.name = std::move(name);
     s.info.allocated_at_start = stats.all.allocated_bytes.current;
@@ -301,11 +321,11 @@ absl::Status Recorder::Core::Stop() {
 History Recorder::Core::Collect() const {
   History h;
   h.start_ns = start_ns_;
-  std::vector<EventRing*> rings;
+  std::vector<std::pair<const EventRing*, uint64_t>> rings;
   std::vector<Source> sources;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& r : rings_) rings.push_back(r.get());
+    for (const ThreadRing& r : rings_) rings.push_back({r.ring.get(), r.thread});
     sources = sources_;
     h.markers = markers_;
     h.oom_states = oom_states_;
@@ -322,25 +342,45 @@ History Recorder::Core::Collect() const {
   }
   h.num_threads = static_cast<int>(rings.size());
   absl::flat_hash_map<std::vector<uintptr_t>, int> stack_ids;
-  for (const EventRing* ring : rings) {
+  for (const auto& [ring, thread] : rings) {
     std::vector<RingEntry> entries;
     h.dropped_events += ring->Read(&entries);
+    // A thread's times never go back (the tick clock lags the pool's exact times), so
+    // sorting by time keeps each thread's order.
+    int64_t last_time = 0;
     for (RingEntry& r : entries) {
       const uint64_t* w = r.event.words;
       Event e;
+      const uint64_t kind = w[kTimeKind] >> FastEventLog::kKindShift;
+      e.time_ns = last_time =
+          std::max(last_time, static_cast<int64_t>(w[kTimeKind] & FastEventLog::kTimeMask));
+      e.source = static_cast<int16_t>(static_cast<uint16_t>(w[kTag] >> FastEventLog::kTagShift));
+      e.address = w[kAddress];
+      e.stream = w[kStream];
+      e.thread = thread;
+      e.sequence = r.sequence;
+      if (kind == FastEventLog::kAllocate || kind == FastEventLog::kFree) {
+        // Written by the pool's fast path.
+        e.kind = kind == FastEventLog::kAllocate ? EventKind::kAlloc : EventKind::kFree;
+        e.requested = w[kTag] & FastEventLog::kRequestedMask;
+        const Source* s = e.source >= 0 && static_cast<size_t>(e.source) < sources.size()
+                              ? &sources[e.source]
+                              : nullptr;
+        const uint64_t rounding = s != nullptr ? s->block_rounding : 1;
+        e.size = (std::max<uint64_t>(e.requested, 1) + rounding - 1) / rounding * rounding;
+        e.cache_hit = e.kind == EventKind::kAlloc;
+        e.from_thread_cache = true;
+        e.small_pool = s != nullptr && e.size < s->small_size_limit;
+        h.events.push_back(e);
+        continue;
+      }
       const uint64_t meta = w[kMeta];
       e.kind = static_cast<EventKind>(meta & 0xff);
       const uint64_t flags = (meta >> 8) & 0xff;
-      e.source = static_cast<int16_t>(static_cast<uint16_t>(meta >> 16));
       e.aux = static_cast<int32_t>(static_cast<uint32_t>(meta >> 32));
-      e.time_ns = static_cast<int64_t>(w[kTime]);
-      e.address = w[kAddress];
       e.size = w[kSize];
       e.requested = w[kRequested];
-      e.stream = w[kStream];
       e.duration_ns = static_cast<int64_t>(w[kDuration]);
-      e.thread = w[kThread];
-      e.sequence = r.sequence;
       e.cache_hit = (flags & kHit) != 0;
       e.from_thread_cache = (flags & kFast) != 0;
       e.small_pool = (flags & kSmall) != 0;

@@ -29,6 +29,8 @@ class TickClock {
 
   // The steady-clock time of the last tick (never before construction).
   int64_t Now() const { return now_.load(std::memory_order_relaxed); }
+  // The value Now() reads, for readers that load it themselves; valid while this lives.
+  const std::atomic<int64_t>* source() const { return &now_; }
 
  private:
   void Run(int64_t period_ns);

@@ -1,11 +1,14 @@
 #include "genesis/profiler/recorder.h"
 
+#include <atomic>
 #include <map>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "genesis/memory/caching_allocator.h"
+#include "genesis/memory/observer.h"
 #include "genesis/memory/test_backend.h"
 
 namespace genesis::profiler {
@@ -184,6 +187,66 @@ TEST(RecorderTest, StacksAreRecordedWhenAsked) {
   for (const Event& e : OfKinds(h, {EventKind::kAlloc, EventKind::kFree})) {
     EXPECT_GE(e.stack, 0);
   }
+}
+
+// Fast-path events (written by the pool into the thread's log) get the block's size, the
+// pool and the thread when collected.
+TEST(RecorderTest, FastPathEventsCarryTheBlockSizeAndPool) {
+  auto small = MakePool();
+  AllocatorOptions coarse;
+  coarse.block_rounding = 4096;
+  auto large = MakePool({}, coarse);
+  auto recorder = *Recorder::Create(RecorderOptions());
+  ASSERT_TRUE(recorder->Attach(small.get(), "cpu", "small").ok());
+  ASSERT_TRUE(recorder->Attach(large.get(), "cpu", "coarse").ok());
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(small->Free(*small->Allocate(0)).ok());
+    ASSERT_TRUE(large->Free(*large->Allocate(3 << 20)).ok());
+    ASSERT_TRUE(large->Free(*large->Allocate(5000)).ok());
+  }
+  ASSERT_TRUE(recorder->Stop().ok());
+  const History h = recorder->Collect();
+  std::vector<Event> fast;
+  for (const Event& e : OfKinds(h, {EventKind::kAlloc, EventKind::kFree})) {
+    if (e.from_thread_cache && e.kind == EventKind::kAlloc) fast.push_back(e);
+  }
+  ASSERT_EQ(fast.size(), 3u);
+  EXPECT_EQ(fast[0].source, 0);
+  EXPECT_EQ(fast[0].requested, 0u);
+  EXPECT_EQ(fast[0].size, 512u);
+  EXPECT_TRUE(fast[0].small_pool);
+  EXPECT_EQ(fast[1].source, 1);
+  EXPECT_EQ(fast[1].size, uint64_t{3} << 20);
+  EXPECT_FALSE(fast[1].small_pool);
+  EXPECT_EQ(fast[2].size, 8192u);
+  EXPECT_TRUE(fast[2].small_pool);
+  for (const Event& e : fast) {
+    EXPECT_TRUE(e.cache_hit);
+    EXPECT_EQ(e.thread, h.events.front().thread);
+  }
+}
+
+// Beside another observer, the pool reports its fast path through OnFastEvent.
+TEST(RecorderTest, RecordsBesideAnotherObserver) {
+  struct Counting : memory::AllocatorObserver {
+    std::atomic<int> events{0};
+    void OnEvent(const memory::AllocatorEvent&) override { ++events; }
+  };
+  auto pool = MakePool();
+  auto recorder = *Recorder::Create(RecorderOptions());
+  ASSERT_TRUE(recorder->Attach(pool.get(), "cpu", "test").ok());
+  ASSERT_TRUE(pool->Free(*pool->Allocate(100)).ok());
+  ASSERT_TRUE(pool->Free(*pool->Allocate(100)).ok());  // Into the log.
+  auto counting = std::make_shared<Counting>();
+  pool->AddObserver(counting);
+  ASSERT_TRUE(pool->Free(*pool->Allocate(100)).ok());  // Through OnFastEvent.
+  pool->RemoveObserver(counting.get());
+  ASSERT_TRUE(pool->Free(*pool->Allocate(100)).ok());  // Into the log again.
+  ASSERT_TRUE(recorder->Stop().ok());
+  EXPECT_EQ(counting->events.load(), 2);
+  const History h = recorder->Collect();
+  EXPECT_EQ(OfKinds(h, {EventKind::kAlloc}).size(), 4u);
+  EXPECT_EQ(OfKinds(h, {EventKind::kFree}).size(), 4u);
 }
 
 TEST(RecorderTest, BadOptionsAndMisuseAreErrors) {

@@ -1,7 +1,9 @@
 #include "genesis/transfer/batch_plan.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -362,115 +364,185 @@ int SlotOf(Device device) {
   return slot < kTrackedDevices ? slot : kTrackedDevices;
 }
 
-constexpr uint32_t kEmpty = UINT32_MAX;
+// Consecutive requests of the same devices and pinning.
+struct Run {
+  size_t begin = 0;
+  size_t end = 0;
+  uint32_t context = 0;    // In Scan::contexts.
+  int kind = -1;           // Of all its copies, or -1 if they are of several kinds.
+  bool has_empty = false;  // Some request has no bytes.
+};
+
+// What the runs of one set of devices and pinning share.
+struct RunContext {
+  const CopyRequest* head;  // The first request with these devices and pinning.
+  size_t bucket;
+  KindBounds bounds;
+  int src_slot;
+  int dst_slot;
+};
 
 // What one pass over a batch finds.
 struct Scan {
   absl::InlinedVector<Bucket, 4> buckets;  // One per (direction, devices).
-  // Per request: bucket * kKinds + kind, or kEmpty for a request of no bytes.
-  std::vector<uint32_t> slot_of;
-  // Every request passes CheckRequest's checks (if false, CheckAll says which fails).
-  bool requests_ok = true;
-  // Proven: no destination overlaps another request's destination or source (if
-  // false, CheckOverlaps decides).
-  bool disjoint = true;
+  absl::InlinedVector<RunContext, 4> contexts;
+  absl::InlinedVector<Run, 4> runs;  // In request order, covering the batch.
+  // Proven: every request passes CheckRequest's checks and no destination overlaps
+  // another request's destination or source. If false, CheckAll decides.
+  bool valid = true;
 };
 
+// Whether `a` and `b` have the same devices and pinning. Branch-free: it is asked of
+// every request.
 bool SameRun(const CopyRequest& a, const CopyRequest& b) {
-  return a.src_device == b.src_device && a.dst_device == b.dst_device &&
-         a.src_pinned == b.src_pinned && a.dst_pinned == b.dst_pinned;
+  const auto bits = [](Device device) {
+    return static_cast<uint64_t>(device.type()) << 32 |
+           static_cast<uint32_t>(device.index());
+  };
+  return ((bits(a.src_device) ^ bits(b.src_device)) |
+          (bits(a.dst_device) ^ bits(b.dst_device)) |
+          static_cast<uint64_t>(a.src_pinned != b.src_pinned) |
+          static_cast<uint64_t>(a.dst_pinned != b.dst_pinned)) == 0;
 }
 
-// One pass over `requests`, in runs of the same devices and pinning (so that per
-// copy only its addresses and size are looked at): the buckets, kinds and counts, and
-// CheckRequest's checks, with flags for the outcome rather than messages. The overlap
-// check is settled for the usual batch: on each device the destinations come in
-// address order without touching each other, and the span of the sources and the span
-// of the destinations do not meet. Destinations that each begin at or after the
-// previous one's end are disjoint, and no destination can then overlap a source.
+// The context of runs like `head` (request `index`): checks its devices (setting
+// `bad` if one is out of range) and finds or makes its bucket.
+RunContext MakeContext(const CopyRequest& head, size_t index, const Topology& topology,
+                       const PlanOptions& options, Scan& scan, bool& bad) {
+  bad |= (head.src_device.is_cuda() && head.src_device.index() >= topology.device_count) ||
+         (head.dst_device.is_cuda() && head.dst_device.index() >= topology.device_count);
+  const GroupKey key{DirectionOf(head), DeviceKey(head.src_device),
+                     DeviceKey(head.dst_device)};
+  size_t bucket = 0;
+  while (bucket < scan.buckets.size() && !(scan.buckets[bucket].key == key)) ++bucket;
+  if (bucket == scan.buckets.size()) scan.buckets.push_back({.key = key, .first = index});
+  const int src_slot = SlotOf(head.src_device);
+  const int dst_slot = SlotOf(head.dst_device);
+  return {.head = &head,
+          .bucket = bucket,
+          .bounds = BoundsFor(key.direction, head.src_pinned, head.dst_pinned, options),
+          .src_slot = src_slot,
+          .dst_slot = dst_slot};
+}
+
+// One pass over `requests`, in runs (so that per copy only its addresses and size are
+// looked at): the buckets, the runs and their kinds, and whether the batch is proven
+// valid. The usual batch is: no null pointer or range that wraps, devices in the
+// topology, and on each device the destinations come in address order without
+// touching each other while the span of the sources and the span of the destinations
+// do not meet. Destinations that each begin at or after the previous one's end are
+// disjoint, and with the spans apart no destination can overlap any source, its own
+// included.
 void ScanBatch(absl::Span<const CopyRequest> requests, const Topology& topology,
                const PlanOptions& options, Scan& scan) {
   const size_t n = requests.size();
-  scan.slot_of.resize(n);
-  uint32_t* const slot_of = scan.slot_of.data();
   DeviceSpan spans[kTrackedDevices + 1];
   bool bad = false;
   bool in_order = true;
-  size_t bucket_index = 0;
+  if (n == 0) return;
+  scan.contexts.push_back(MakeContext(requests[0], 0, topology, options, scan, bad));
+  size_t context_index = 0;
   for (size_t i = 0; i < n;) {
-    // A run starts: what is common to its copies.
+    // A run starts: what is common to its copies, looked up (batches that alternate
+    // between a few sets of devices have short runs) or made.
     const CopyRequest& head = requests[i];
-    bad |= (head.src_device.is_cuda() && head.src_device.index() >= topology.device_count) ||
-           (head.dst_device.is_cuda() && head.dst_device.index() >= topology.device_count);
-    const GroupKey key{DirectionOf(head), DeviceKey(head.src_device),
-                       DeviceKey(head.dst_device)};
-    if (bucket_index >= scan.buckets.size() || !(scan.buckets[bucket_index].key == key)) {
-      bucket_index = 0;
-      while (bucket_index < scan.buckets.size() &&
-             !(scan.buckets[bucket_index].key == key)) {
-        ++bucket_index;
+    if (!SameRun(*scan.contexts[context_index].head, head)) {
+      // From the next one on, so that batches that cycle find theirs at once.
+      const size_t count = scan.contexts.size();
+      size_t k = 1;
+      while (k < count && !SameRun(*scan.contexts[(context_index + k) % count].head, head)) {
+        ++k;
       }
-      if (bucket_index == scan.buckets.size()) {
-        scan.buckets.push_back({.key = key, .first = i});
+      if (k < count) {
+        context_index = (context_index + k) % count;
+      } else {
+        context_index = count;
+        scan.contexts.push_back(MakeContext(head, i, topology, options, scan, bad));
       }
     }
-    const KindBounds bounds =
-        BoundsFor(key.direction, head.src_pinned, head.dst_pinned, options);
-    const bool same_device = head.src_device == head.dst_device;
-    const int src_slot = SlotOf(head.src_device);
-    const int dst_slot = SlotOf(head.dst_device);
-    in_order &= src_slot < kTrackedDevices && dst_slot < kTrackedDevices;
+    const RunContext& context = scan.contexts[context_index];
+    const KindBounds bounds = context.bounds;
+    const int src_slot = context.src_slot;
+    const int dst_slot = context.dst_slot;
     uintptr_t last_end = spans[dst_slot].last_dst_end;
-    uintptr_t dst_lo = spans[dst_slot].dst_lo, dst_hi = spans[dst_slot].dst_hi;
+    uintptr_t dst_lo = spans[dst_slot].dst_lo;
     uintptr_t src_lo = spans[src_slot].src_lo, src_hi = spans[src_slot].src_hi;
-    size_t count[kKinds] = {};
-    size_t bytes[kKinds] = {};
-    const auto base = static_cast<uint32_t>(bucket_index * kKinds);
+    size_t sum = 0;
+    size_t empty = 0;
+    size_t min_bytes = SIZE_MAX, max_bytes = 0;
 
     size_t j = i;
     for (; j < n && SameRun(requests[j], head); ++j) {
       const CopyRequest& r = requests[j];
       const size_t b = r.bytes;
       if (b == 0) {
-        slot_of[j] = kEmpty;
+        ++empty;
         continue;
       }
       const auto s = reinterpret_cast<uintptr_t>(r.src);
       const auto d = reinterpret_cast<uintptr_t>(r.dst);
-      // s - 1 >= UINTPTR_MAX - b: s is null, or [s, s + b) wraps.
-      bad |= (s - 1 >= UINTPTR_MAX - b) | (d - 1 >= UINTPTR_MAX - b) |
-             (same_device & (s < d + b) & (d < s + b));
+      const uintptr_t s_end = s + b;
+      const uintptr_t d_end = d + b;
+      bad |= (s_end < s) | (d_end < d);  // A range wraps (null pointers: see below).
       in_order &= d >= last_end;
-      last_end = d + b;
+      last_end = d_end;
       dst_lo = std::min(dst_lo, d);
-      dst_hi = std::max(dst_hi, last_end);
       src_lo = std::min(src_lo, s);
-      src_hi = std::max(src_hi, s + b);
-      const int kind = KindOf(b, bounds);
-      ++count[kind];
-      bytes[kind] += b;
-      slot_of[j] = base + static_cast<uint32_t>(kind);
+      src_hi = std::max(src_hi, s_end);
+      min_bytes = std::min(min_bytes, b);
+      max_bytes = std::max(max_bytes, b);
+      sum += b;
     }
 
-    spans[dst_slot].last_dst_end = last_end;
-    spans[dst_slot].dst_lo = dst_lo;
-    spans[dst_slot].dst_hi = dst_hi;
+    // In order, the last end is the furthest.
+    DeviceSpan& dst_span = spans[dst_slot];
+    dst_span.last_dst_end = last_end;
+    dst_span.dst_lo = dst_lo;
+    dst_span.dst_hi = std::max(dst_span.dst_hi, last_end);
     spans[src_slot].src_lo = src_lo;
     spans[src_slot].src_hi = src_hi;
-    Bucket& bucket = scan.buckets[bucket_index];
-    for (int k = 0; k < kKinds; ++k) {
-      bucket.count[k] += count[k];
-      bucket.bytes[k] += bytes[k];
+    Bucket& bucket = scan.buckets[context.bucket];
+    Run& run = scan.runs.emplace_back();
+    run.begin = i;
+    run.end = j;
+    run.context = static_cast<uint32_t>(context_index);
+    run.has_empty = empty > 0;
+    // Each kind is the copies of one interval of sizes (KindOf tests bounds in turn),
+    // so the smallest and the largest copy of one kind make every copy that kind.
+    const int kind = KindOf(min_bytes, bounds);
+    if (min_bytes <= max_bytes && kind == KindOf(max_bytes, bounds)) {
+      run.kind = kind;
+      bucket.count[run.kind] += j - i - empty;
+      bucket.bytes[run.kind] += sum;
+    } else {
+      for (size_t k = i; k < j; ++k) {
+        if (requests[k].bytes == 0) continue;
+        const int kind = KindOf(requests[k].bytes, bounds);
+        ++bucket.count[kind];
+        bucket.bytes[kind] += requests[k].bytes;
+      }
     }
     i = j;
   }
   bool apart = true;
+  for (const RunContext& context : scan.contexts) {
+    apart &= context.src_slot < kTrackedDevices && context.dst_slot < kTrackedDevices;
+  }
   for (const DeviceSpan& span : spans) {
+    // A null pointer starts a span at 0.
+    bad |= span.src_lo == 0 || span.dst_lo == 0;
     // An empty span (lo > hi) meets nothing.
     apart &= span.dst_hi <= span.src_lo || span.src_hi <= span.dst_lo;
   }
-  scan.requests_ok = !bad;
-  scan.disjoint = in_order && apart;
+  scan.valid = !bad && in_order && apart;
+}
+
+// The group of request `i` of `run` (-1 for no bytes), once the buckets have groups.
+int GroupOf(const Scan& scan, const Run& run, const CopyRequest& r) {
+  if (r.bytes == 0) return -1;
+  const RunContext& context = scan.contexts[run.context];
+  const int kind = run.kind >= 0 ? run.kind : KindOf(r.bytes, context.bounds);
+  return scan.buckets[context.bucket].group_of_kind[kind];
 }
 
 // The rule of each kind of copy in `bucket`, and the counts that decided it (for the
@@ -653,12 +725,8 @@ absl::StatusOr<BatchPlan> PlanBatch(absl::Span<const CopyRequest> requests,
   GENESIS_RETURN_IF_ERROR(CheckTopology(topology));
   Scan scan;
   ScanBatch(requests, topology, options, scan);
-  // The messages come from the checks that always made them.
-  if (!scan.requests_ok) {
-    GENESIS_RETURN_IF_ERROR(CheckAll(requests, topology));
-  } else if (!scan.disjoint) {
-    GENESIS_RETURN_IF_ERROR(CheckOverlaps(requests));
-  }
+  // Otherwise the checks that always made the messages decide.
+  if (!scan.valid) GENESIS_RETURN_IF_ERROR(CheckAll(requests, topology));
 
   // The groups, in the order of their keys, then of their rules.
   absl::InlinedVector<Bucket*, 4> sorted;
@@ -685,10 +753,11 @@ absl::StatusOr<BatchPlan> PlanBatch(absl::Span<const CopyRequest> requests,
       if (count == 0) continue;
       if (bytes > SIZE_MAX - plan.total_bytes) {
         size_t i = 0;  // The group's first request.
-        while (scan.slot_of[i] == kEmpty ||
-               scan.buckets[scan.slot_of[i] / kKinds].group_of_kind[scan.slot_of[i] %
-                                                                    kKinds] != g) {
-          ++i;
+        for (const Run& run : scan.runs) {
+          for (i = run.begin; i < run.end; ++i) {
+            if (GroupOf(scan, run, requests[i]) == g) break;
+          }
+          if (i < run.end) break;
         }
         return Invalid(i, requests[i], "the batch's total size overflows size_t");
       }
@@ -708,20 +777,26 @@ absl::StatusOr<BatchPlan> PlanBatch(absl::Span<const CopyRequest> requests,
     }
   }
 
-  // Every request into its group, in ascending order.
-  absl::InlinedVector<int, 4 * kKinds> group_of_slot(scan.buckets.size() * kKinds);
-  for (size_t b = 0; b < scan.buckets.size(); ++b) {
-    for (int k = 0; k < kKinds; ++k) {
-      group_of_slot[b * kKinds + k] = scan.buckets[b].group_of_kind[k];
-    }
-  }
+  // Every request into its group, in ascending order: a long run of one kind and no
+  // empty request goes whole into one group.
   std::vector<int>& group_of_request = plan.group_of_request;
   group_of_request.reserve(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const uint32_t slot = scan.slot_of[i];
-    const int g = slot == kEmpty ? -1 : group_of_slot[slot];
-    group_of_request.push_back(g);
-    if (g >= 0) plan.groups[g].requests.push_back(i);
+  for (const Run& run : scan.runs) {
+    if (run.kind >= 0 && !run.has_empty && run.end - run.begin >= 16) {
+      const int g = scan.buckets[scan.contexts[run.context].bucket].group_of_kind[run.kind];
+      std::vector<size_t>& members = plan.groups[g].requests;
+      const size_t old_size = members.size();
+      members.resize(old_size + (run.end - run.begin));
+      std::iota(members.begin() + static_cast<ptrdiff_t>(old_size), members.end(),
+                run.begin);
+      group_of_request.insert(group_of_request.end(), run.end - run.begin, g);
+      continue;
+    }
+    for (size_t i = run.begin; i < run.end; ++i) {
+      const int g = GroupOf(scan, run, requests[i]);
+      group_of_request.push_back(g);
+      if (g >= 0) plan.groups[g].requests.push_back(i);
+    }
   }
   return plan;
 }

@@ -419,12 +419,20 @@ absl::Status CudaExecutor::RunGroup(const CopyGroup& group,
   switch (mechanism) {
     case Mechanism::kFusedKernel:
     case Mechanism::kPeerFusedKernel: {
-      std::vector<kernels::FusedCopyItem> items;
-      items.reserve(group.requests.size());
-      for (size_t i : group.requests) {
-        items.push_back({requests[i].src, requests[i].dst, requests[i].bytes});
+      // One launch's worth at a time, in a buffer the thread's later calls reuse (no
+      // allocation per call).
+      thread_local std::vector<kernels::FusedCopyItem> items;
+      const size_t n = group.requests.size();
+      for (size_t first = 0; first < n; first += kernels::kFusedCopiesPerLaunch) {
+        const size_t last = std::min(n, first + kernels::kFusedCopiesPerLaunch);
+        items.clear();
+        for (size_t k = first; k < last; ++k) {
+          const CopyRequest& r = requests[group.requests[k]];
+          items.push_back({r.src, r.dst, r.bytes});
+        }
+        GENESIS_RETURN_IF_ERROR(kernels::LaunchFusedCopy(items, lane));
       }
-      return kernels::LaunchFusedCopy(items, lane);
+      return absl::OkStatus();
     }
     case Mechanism::kBatchMemcpy: {
       const size_t n = group.requests.size();

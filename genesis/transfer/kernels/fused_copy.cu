@@ -71,7 +71,9 @@ __global__ void __launch_bounds__(kThreads) FusedCopyKernel(const __grid_constan
 }  // namespace
 
 absl::Status LaunchFusedCopy(absl::Span<const FusedCopyItem> items, CUstream_st* stream) {
-  auto params = std::make_unique<Params>();
+  // The parameters are copied when a kernel is launched, so one buffer per thread
+  // serves every launch (no allocation per call).
+  thread_local const std::unique_ptr<Params> params = std::make_unique<Params>();
   for (size_t first = 0; first < items.size(); first += kFusedCopiesPerLaunch) {
     const absl::Span<const FusedCopyItem> part = items.subspan(first, kFusedCopiesPerLaunch);
     GENESIS_RETURN_IF_ERROR(TileFusedCopy(part, params->tiling));

@@ -80,6 +80,47 @@ TEST(FusedCopyTilingTest, AFullLaunchOfManySmallItems) {
   EXPECT_EQ(src, dst);
 }
 
+// The kernel's item for a tile, by the binary search alone.
+uint32_t SearchedItem(FusedCopyTiling tiling, uint32_t tile) {
+  tiling.tiles_per_item = 0;
+  return ItemOfTile(tiling, tile);
+}
+
+TEST(FusedCopyTilingTest, EqualItemsAreFoundByDivision) {
+  for (const size_t bytes : {size_t{1}, size_t{16} << 10, kFusedTileBytes,
+                             kFusedTileBytes + 1, 3 * kFusedTileBytes}) {
+    std::vector<FusedCopyItem> items(37, {nullptr, nullptr, bytes});
+    auto tiling = std::make_unique<FusedCopyTiling>();
+    ASSERT_TRUE(TileFusedCopy(items, *tiling).ok());
+    const uint32_t per_item = (bytes + kFusedTileBytes - 1) / kFusedTileBytes;
+    EXPECT_EQ(tiling->tiles_per_item, per_item) << bytes;
+    for (uint32_t t = 0; t < tiling->num_tiles; ++t) {
+      EXPECT_EQ(ItemOfTile(*tiling, t), t / per_item) << bytes << " bytes, tile " << t;
+      EXPECT_EQ(ItemOfTile(*tiling, t), SearchedItem(*tiling, t)) << bytes;
+    }
+  }
+}
+
+TEST(FusedCopyTilingTest, UnequalOrEmptyItemsAreSearched) {
+  const size_t tile = kFusedTileBytes;
+  for (const std::vector<size_t>& sizes :
+       {std::vector<size_t>{tile, tile, 2 * tile}, std::vector<size_t>{tile, 0, tile},
+        std::vector<size_t>{0, 0}, std::vector<size_t>{}}) {
+    std::vector<FusedCopyItem> items;
+    for (size_t bytes : sizes) items.push_back({nullptr, nullptr, bytes});
+    auto tiling = std::make_unique<FusedCopyTiling>();
+    ASSERT_TRUE(TileFusedCopy(items, *tiling).ok());
+    EXPECT_EQ(tiling->tiles_per_item, 0u) << sizes.size() << " items";
+  }
+  // Tiles still land in their items.
+  std::vector<FusedCopyItem> items = {{nullptr, nullptr, tile}, {nullptr, nullptr, 0},
+                                      {nullptr, nullptr, tile}};
+  auto tiling = std::make_unique<FusedCopyTiling>();
+  ASSERT_TRUE(TileFusedCopy(items, *tiling).ok());
+  EXPECT_EQ(ItemOfTile(*tiling, 0), 0u);
+  EXPECT_EQ(ItemOfTile(*tiling, 1), 2u);
+}
+
 TEST(FusedCopyTilingTest, TooManyItemsForOneLaunch) {
   std::vector<FusedCopyItem> items(kFusedCopiesPerLaunch + 1);
   auto tiling = std::make_unique<FusedCopyTiling>();

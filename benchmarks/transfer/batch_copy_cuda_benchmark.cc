@@ -74,6 +74,7 @@ enum class CopierKind {
   kDefault,
   kAllFused,  // PlanOptions.fused_max_bytes = 4 MiB: every mixed copy is fused.
   kNoPeer,    // disable_peer_access: GPU-to-GPU copies are staged through the host.
+  kPeerPush,  // PlanOptions.peer_fused_kernel_pushes: fused peer kernels on the source.
   kNumCopiers,
 };
 
@@ -237,6 +238,7 @@ struct Buffers {
     BatchCopyOptions options;
     if (kind == CopierKind::kAllFused) options.plan.fused_max_bytes = kMixedMax;
     if (kind == CopierKind::kNoPeer) options.disable_peer_access = true;
+    if (kind == CopierKind::kPeerPush) options.plan.peer_fused_kernel_pushes = true;
     absl::StatusOr<std::unique_ptr<BatchCopier>> made = BatchCopier::Create(options);
     if (!made.ok()) return made.status();
     copier = *std::move(made);
@@ -494,6 +496,8 @@ void PrintPlans() {
       {"peer 256 MiB", Batch::kPeer256MiB, CopierKind::kDefault},
       {"peer 256 MiB, disable_peer_access", Batch::kPeer256MiB, CopierKind::kNoPeer},
       {"peer 1024 x 64 KiB", Batch::kPeer64KiB, CopierKind::kDefault},
+      {"peer 1024 x 64 KiB, peer_fused_kernel_pushes", Batch::kPeer64KiB,
+       CopierKind::kPeerPush},
   };
   Buffers& b = Get();
   for (const Shown& s : shown) {
@@ -602,6 +606,10 @@ void RegisterAll(int device_count) {
            Batch::kPeer64KiB);
   Register("BM_Peer_1024x64KiB_BatchCopier", kUs, BM_BatchCopier, Batch::kPeer64KiB,
            kDefault, false);
+  Register("BM_Peer_1024x64KiB_BatchCopier_Push", kUs, BM_BatchCopier, Batch::kPeer64KiB,
+           CopierKind::kPeerPush, false);
+  Register("BM_Peer_1024x64KiB_BatchCopier_WithPlanning", kUs, BM_BatchCopier,
+           Batch::kPeer64KiB, kDefault, true);
 }
 
 }  // namespace

@@ -592,8 +592,8 @@ void RulesFor(const Bucket& bucket, const CopyRequest& first, const Topology& to
 
 // The stream (lane) a group runs on; kStagedPeer also gets `second`.
 void StreamsFor(Rule rule, Direction direction, Device src, Device dst,
-                const Topology& topology, std::vector<StreamAssignment>& streams,
-                int& first, int& second) {
+                const Topology& topology, const PlanOptions& o,
+                std::vector<StreamAssignment>& streams, int& first, int& second) {
   const auto index_of = [&](StreamAssignment s) {
     auto it = std::find(streams.begin(), streams.end(), s);
     if (it != streams.end()) return static_cast<int>(it - streams.begin());
@@ -620,8 +620,11 @@ void StreamsFor(Rule rule, Direction direction, Device src, Device dst,
   if (rule == Rule::kNoPeerAccess) {
     first = index_of({src, Lane::kDeviceToHost, Device::Cpu()});
     second = index_of({dst, Lane::kHostToDevice, Device::Cpu()});
-  } else if (rule == Rule::kPeerFused && CanAccess(topology, dst.index(), src.index())) {
-    // A fused kernel pulls where it can: it runs on the destination, reading the source.
+  } else if (rule == Rule::kPeerFused && CanAccess(topology, dst.index(), src.index()) &&
+             !(o.peer_fused_kernel_pushes &&
+               CanAccess(topology, src.index(), dst.index()))) {
+    // A fused kernel pulls where it can (unless asked to push): it runs on the
+    // destination, reading the source.
     first = index_of({dst, Lane::kPeer, src});
   } else {
     // cudaMemcpyPeerAsync pushes from the source's stream (3% faster than pulling
@@ -772,7 +775,7 @@ absl::StatusOr<BatchPlan> PlanBatch(absl::Span<const CopyRequest> requests,
       group.bytes = bytes;
       group.requests.reserve(count);
       StreamsFor(static_cast<Rule>(rule), group.direction, group.src_device,
-                 group.dst_device, topology, plan.streams, group.stream,
+                 group.dst_device, topology, options, plan.streams, group.stream,
                  group.second_stream);
     }
   }

@@ -83,6 +83,11 @@ struct PlanOptions {
   // the staging pipeline (staging.h); smaller ones use the copy engine, which stages
   // pageable memory itself.
   size_t pageable_staging_min_bytes = kPageableStagingMinBytes;
+  // A fused peer kernel runs on the destination device, reading the source over the
+  // link, where the destination has access (the default); with this set it runs on
+  // the source, writing over the link, where the source has access. To be decided by
+  // measurement (BM_Peer_1024x64KiB_BatchCopier_Push in batch_copy_cuda_benchmark).
+  bool peer_fused_kernel_pushes = false;
 };
 
 enum class Direction {

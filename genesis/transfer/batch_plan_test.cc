@@ -331,6 +331,29 @@ TEST(PlanBatchTest, PeerFusedKernelRunsWhereItHasAccess) {
   EXPECT_EQ(pull.streams[pull.groups[0].stream].ToString(), "cuda:1/peer:cuda:0");
 }
 
+TEST(PlanBatchTest, PeerFusedKernelPushesWhenAskedAndAble) {
+  Batch batch;
+  batch.Add(kGpu0, kGpu1, 64 * KiB, 16);
+  PlanOptions push = kOneBound;
+  push.peer_fused_kernel_pushes = true;
+  const auto lane = [](const BatchPlan& plan) {
+    return plan.streams[plan.groups[0].stream].ToString();
+  };
+  // Both can reach each other: pulls by default, pushes when asked.
+  const BatchPlan pull = Plan(batch, Gpus(2));
+  ASSERT_EQ(pull.groups.size(), 1u);
+  EXPECT_EQ(pull.groups[0].mechanism, Mechanism::kPeerFusedKernel);
+  EXPECT_EQ(lane(pull), "cuda:1/peer:cuda:0");
+  const BatchPlan pushed = Plan(batch, Gpus(2), push);
+  ASSERT_EQ(pushed.groups.size(), 1u);
+  EXPECT_EQ(pushed.groups[0].mechanism, Mechanism::kPeerFusedKernel);
+  EXPECT_EQ(lane(pushed), "cuda:0/peer:cuda:1");
+  // Only the destination can reach the source: it pulls all the same.
+  Topology topology = Gpus(2, false);
+  topology.peer_access = {{false, false}, {true, false}};
+  EXPECT_EQ(lane(Plan(batch, topology, push)), "cuda:1/peer:cuda:0");
+}
+
 TEST(PlanBatchTest, PeerWithoutAccessIsStaged) {
   Batch batch;
   batch.Add(kGpu0, kGpu1, 64 * MiB, 2);

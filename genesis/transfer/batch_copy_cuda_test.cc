@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -260,6 +261,32 @@ TEST_F(BatchCopyCudaTest, TheFusedKernelHandlesAnyAlignmentAndManyLaunches) {
   }
 }
 
+// Launches whose copies all have as many tiles find them by division.
+TEST_F(BatchCopyCudaTest, TheFusedKernelWithEqualSizes) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  constexpr size_t kArena = size_t{16} << 20;
+  const Device gpu = Device::Cuda(0);
+  Memory src = Memory::Device(0, kArena), dst = Memory::Device(0, kArena);
+  const std::vector<char> bytes = Pattern(kArena, 5);
+  Write(src.get(), gpu, bytes);
+  const Arena arena{src.get(), gpu, false, dst.get(), gpu, false, kArena};
+  // One tile each (2,100 copies: three launches, the last one short), two tiles each,
+  // and a size that is not a multiple of 16 with a skew (the byte path).
+  for (const auto& [count, size, skew] :
+       {std::tuple{2100, size_t{4} << 10, size_t{0}},
+        std::tuple{100, (size_t{64} << 10) + 16, size_t{0}},
+        std::tuple{1500, size_t{1000}, size_t{3}}}) {
+    SCOPED_TRACE(absl::StrCat(count, " x ", size, " bytes, skew ", skew));
+    ASSERT_CUDA(cudaMemset(dst.get(), 0, kArena));
+    const Laid laid = Lay(arena, std::vector<size_t>(count, size), skew);
+    auto plan = copier_->Plan(laid.requests);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_EQ(Mechanisms(*plan), std::set<Mechanism>{Mechanism::kFusedKernel});
+    ASSERT_TRUE(copier_->Copy(laid.requests).ok());
+    ExpectCopied(arena, laid, bytes, skew);
+  }
+}
+
 TEST_F(BatchCopyCudaTest, CopyAsyncIsOrderedOnTheCallersStream) {
   GENESIS_SKIP_WITHOUT_GPU();
   constexpr size_t kBytes = size_t{4} << 20;
@@ -412,6 +439,19 @@ TEST(BatchCopyPeerTest, PeerCopiesAndFusedPeerKernels) {
   EXPECT_TRUE((*copier)->EnablePeerAccess(t.peer_access[1][0] ? 1 : 0,
                                           t.peer_access[1][0] ? 0 : 1)
                   .ok());
+}
+
+TEST(BatchCopyPeerTest, FusedPeerKernelsThatPush) {
+  GENESIS_SKIP_IF_FEWER_DEVICES(2);
+  BatchCopyOptions options;
+  options.plan.peer_fused_kernel_pushes = true;
+  auto copier = BatchCopier::Create(options);
+  ASSERT_TRUE(copier.ok());
+  const Topology& t = (*copier)->topology();
+  if (!t.peer_access[0][1] && !t.peer_access[1][0]) {
+    GTEST_SKIP() << "cuda:0 and cuda:1 have no peer access";
+  }
+  CheckPeerBatch(**copier, Mechanism::kPeerCopy, Mechanism::kPeerFusedKernel);
 }
 
 TEST(BatchCopyPeerTest, TheStagedFallbackWhenPeerAccessIsOff) {

@@ -51,8 +51,8 @@ awk -F'|' '
   { in_table = 0 }
   END { if (tables < 6 || bad > 0) { print "tables: " tables ", bad rows: " bad; exit 1 } }
 ' "$report" || fail "report tables do not parse"
-grep -qE '^\| host pool, 512 B, 1 thread \| [0-9.]+ [nu]s \| malloc \+ free \| [0-9.]+ [nu]s \| [0-9.]+x \|' \
-  "$report" || fail "alloc row lacks figure, baseline and ratio"
+grep -qE '^\| host pool, 512 B, 1 thread \| [0-9.]+ [num]s \| malloc \+ free \| [0-9.]+ [num]s \| [0-9.]+x \|' \
+  "$report" || { grep -F "| host pool, 512 B" "$report"; fail "alloc row lacks figure, baseline and ratio"; }
 python_with_matplotlib=""
 for p in python3 /usr/bin/python3; do
   if command -v "$p" >/dev/null && "$p" -c 'import matplotlib' 2>/dev/null; then

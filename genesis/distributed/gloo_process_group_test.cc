@@ -352,7 +352,7 @@ TEST(GlooGroupTest, MismatchedCollectivesTimeOut) {
     auto group = CreateGlooGroup(rank, 2, *store, options);
     if (!group.ok()) return std::string(group.status().ToString());
     GENESIS_ASSIGN_OR_TEXT(s, storage::Zeros({1024}, DType::kFloat32, Device::Cpu()));
-    // Rank 0 reduces, rank 1 waits in a barrier: neither can finish.
+    // Rank 0 gathers, rank 1 broadcasts: neither can finish.
     auto work = rank == 0 ? (*group)->AllGather(s, *storage::Zeros({2048}, DType::kFloat32, Device::Cpu()))
                           : (*group)->Broadcast(s, 0);
     if (!work.ok()) return std::string(work.status().ToString());

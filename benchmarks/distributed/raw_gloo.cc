@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "genesis/distributed/gloo/gloo_reduce.h"
 #include "gloo/allgather.h"
 #include "gloo/allreduce.h"
 #include "gloo/alltoall.h"
@@ -18,13 +19,6 @@
 
 namespace genesis::benchmarks {
 namespace {
-
-void Sum(void* out, const void* a, const void* b, size_t n) {
-  float* o = static_cast<float*>(out);
-  const float* x = static_cast<const float*>(a);
-  const float* y = static_cast<const float*>(b);
-  for (size_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
-}
 
 class RawGlooImpl final : public RawGloo {
  public:
@@ -54,7 +48,7 @@ class RawGlooImpl final : public RawGloo {
     if (op == "all_reduce") {
       gloo::AllreduceOptions o(context_);
       o.setOutput(a_.data(), count);
-      o.setReduceFunction(&Sum);
+      o.setReduceFunction(sum_);
       o.setTag(tag);
       gloo::allreduce(o);
     } else if (op == "all_gather") {
@@ -74,7 +68,7 @@ class RawGlooImpl final : public RawGloo {
       o.setInput(a_.data(), count);
       o.setOutput(b_.data(), count);
       o.setRoot(0);
-      o.setReduceFunction(&Sum);
+      o.setReduceFunction(sum_);
       o.setTag(tag);
       gloo::reduce(o);
     } else if (op == "all_to_all") {
@@ -97,6 +91,8 @@ class RawGlooImpl final : public RawGloo {
   }
 
   std::shared_ptr<gloo::Context> context_;
+  const distributed::gloo_backend::ReduceFunction sum_ =
+      distributed::gloo_backend::ReductionFor(DType::kFloat32, distributed::ReduceOp::kSum);
   std::vector<float> a_;
   std::vector<float> b_;
   uint32_t next_tag_ = 1;

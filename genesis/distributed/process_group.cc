@@ -74,11 +74,10 @@ absl::Status CountIs(const Buffer& buffer, size_t expected, std::string_view wha
 
 }  // namespace
 
-absl::StatusOr<Work> ProcessGroup::Retaining(
-    absl::StatusOr<Work> work, std::initializer_list<const Storage*> storages) {
-  if (work.ok()) {
-    for (const Storage* s : storages) work->Retain(std::make_shared<const Storage>(*s));
-  }
+absl::StatusOr<Work> ProcessGroup::Retaining(absl::StatusOr<Work> work,
+                                             std::vector<Storage> storages) {
+  // One allocation keeps every storage of the operation alive.
+  if (work.ok()) work->Retain(std::make_shared<const std::vector<Storage>>(std::move(storages)));
   return work;
 }
 
@@ -110,30 +109,29 @@ absl::StatusOr<Work> ProcessGroup::SendRecv(absl::Span<const StoragePeerOp> ops)
     }
     peer_ops.push_back(PeerOp{op.kind, buffer, op.peer, op.tag});
   }
-  absl::StatusOr<Work> work = communicator_->SendRecv(peer_ops);
-  if (work.ok()) {
-    for (const StoragePeerOp& op : ops) work->Retain(std::make_shared<const Storage>(op.storage));
-  }
-  return work;
+  std::vector<Storage> storages;
+  storages.reserve(ops.size());
+  for (const StoragePeerOp& op : ops) storages.push_back(op.storage);
+  return Retaining(communicator_->SendRecv(peer_ops), std::move(storages));
 }
 
 absl::StatusOr<Work> ProcessGroup::Broadcast(const Storage& storage, int root) {
   GENESIS_ASSIGN_OR_RETURN(Buffer buffer, CheckedBuffer(storage, "broadcast buffer", true));
   GENESIS_RETURN_IF_ERROR(CheckRank(root, "broadcast root"));
-  return Retaining(communicator_->Broadcast(buffer, root), {&storage});
+  return Retaining(communicator_->Broadcast(buffer, root), {storage});
 }
 
 absl::StatusOr<Work> ProcessGroup::Reduce(const Storage& storage, int root, ReduceOp op) {
   GENESIS_ASSIGN_OR_RETURN(Buffer buffer, CheckedBuffer(storage, "reduce buffer", true));
   GENESIS_RETURN_IF_ERROR(CheckRank(root, "reduce root"));
   GENESIS_RETURN_IF_ERROR(communicator_->SupportsReduction(buffer.dtype, op));
-  return Retaining(communicator_->Reduce(buffer, root, op), {&storage});
+  return Retaining(communicator_->Reduce(buffer, root, op), {storage});
 }
 
 absl::StatusOr<Work> ProcessGroup::AllReduce(const Storage& storage, ReduceOp op) {
   GENESIS_ASSIGN_OR_RETURN(Buffer buffer, CheckedBuffer(storage, "all_reduce buffer", true));
   GENESIS_RETURN_IF_ERROR(communicator_->SupportsReduction(buffer.dtype, op));
-  return Retaining(communicator_->AllReduce(buffer, op), {&storage});
+  return Retaining(communicator_->AllReduce(buffer, op), {storage});
 }
 
 absl::StatusOr<Work> ProcessGroup::AllGather(const Storage& input, const Storage& output) {
@@ -142,7 +140,7 @@ absl::StatusOr<Work> ProcessGroup::AllGather(const Storage& input, const Storage
   GENESIS_RETURN_IF_ERROR(SameDType(in, out, "all_gather"));
   GENESIS_RETURN_IF_ERROR(CountIs(out, in.count * size(), "all_gather output",
                                   absl::StrCat("world size ", size(), " x input")));
-  return Retaining(communicator_->AllGather(in, out), {&input, &output});
+  return Retaining(communicator_->AllGather(in, out), {input, output});
 }
 
 absl::StatusOr<Work> ProcessGroup::AllGather(const Storage& input,
@@ -186,7 +184,7 @@ absl::StatusOr<Work> ProcessGroup::ReduceScatter(const Storage& input, const Sto
   GENESIS_RETURN_IF_ERROR(CountIs(in, out.count * size(), "reduce_scatter input",
                                   absl::StrCat("world size ", size(), " x output")));
   GENESIS_RETURN_IF_ERROR(communicator_->SupportsReduction(in.dtype, op));
-  return Retaining(communicator_->ReduceScatter(in, out, op), {&input, &output});
+  return Retaining(communicator_->ReduceScatter(in, out, op), {input, output});
 }
 
 absl::StatusOr<Work> ProcessGroup::AllToAll(const Storage& input, const Storage& output) {
@@ -199,7 +197,7 @@ absl::StatusOr<Work> ProcessGroup::AllToAll(const Storage& input, const Storage&
                                                    " elements does not split into ", size(),
                                                    " equal chunks"));
   }
-  return Retaining(communicator_->AllToAll(in, out), {&input, &output});
+  return Retaining(communicator_->AllToAll(in, out), {input, output});
 }
 
 absl::StatusOr<Work> ProcessGroup::Barrier() { return communicator_->Barrier(); }

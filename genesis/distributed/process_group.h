@@ -113,8 +113,9 @@ class ProcessGroup {
   absl::StatusOr<Buffer> CheckedBuffer(const storage::Storage& storage, std::string_view what,
                                        bool written) const;
   absl::Status CheckRank(int rank, std::string_view what) const;
+  // `work`, keeping `storages` alive until it has finished.
   absl::StatusOr<Work> Retaining(absl::StatusOr<Work> work,
-                                 std::initializer_list<const storage::Storage*> storages);
+                                 std::vector<storage::Storage> storages);
 
   std::unique_ptr<Communicator> communicator_;
 };

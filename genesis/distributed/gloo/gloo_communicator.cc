@@ -1,6 +1,7 @@
 #include "genesis/distributed/gloo/gloo_communicator.h"
 
 #include <chrono>
+#include <csignal>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -344,6 +345,20 @@ class GlooCommunicator final : public Communicator {
   std::thread waiter_;
 };
 
+// Gloo's TCP pairs write with writev(2), which raises SIGPIPE when a peer has died; its
+// default action would kill this process instead of letting the write fail with EPIPE
+// and the operation turn into an error. A handler the program installed is kept.
+void IgnoreSigpipeUnlessHandled() {
+  static const bool once = [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      std::signal(SIGPIPE, SIG_IGN);
+    }
+    return true;
+  }();
+  (void)once;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(GroupInfo info,
@@ -353,6 +368,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(GroupInfo info,
     return absl::InvalidArgumentError(absl::StrCat(
         "a gloo group works on CPU memory, not ", info.device.ToString()));
   }
+  IgnoreSigpipeUnlessHandled();
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = hostname;

@@ -21,7 +21,10 @@ namespace genesis::distributed::gloo_backend {
 // Connects rank `info.rank` of `info.size` through `store` (keys under `info.name`),
 // listening on `hostname` (an address the other ranks can reach; "127.0.0.1" when all
 // run on one host). Blocks until every rank has connected or `info.timeout` has passed
-// (DeadlineExceeded naming the group). `info.device` must be the CPU.
+// (DeadlineExceeded naming the group). `info.device` must be the CPU. The first call
+// sets SIGPIPE to be ignored when it still has its default action (which would kill the
+// process when a peer dies, instead of failing the operation); a handler the program
+// installed is left alone.
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(GroupInfo info,
                                                           std::shared_ptr<Store> store,
                                                           const std::string& hostname);

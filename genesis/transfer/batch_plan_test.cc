@@ -512,6 +512,143 @@ void ExpectInvalid(const std::vector<CopyRequest>& requests, const Topology& top
     EXPECT_THAT(MessageOf(plan.status()), HasSubstr(f));
 }
 
+// The one-pass scan proves the usual batch valid; whatever it cannot prove goes through
+// the full checks. Addresses at or above 2^62 always take the full checks, so the same
+// batch moved up there is the reference: the outcome, and the whole plan, must match.
+std::vector<CopyRequest> MovedUp(std::vector<CopyRequest> requests) {
+  constexpr uintptr_t kUp = uintptr_t{1} << 62;
+  for (CopyRequest& r : requests) {
+    if (r.src != nullptr) r.src = static_cast<const char*>(r.src) + kUp;
+    if (r.dst != nullptr) r.dst = static_cast<char*>(r.dst) + kUp;
+  }
+  return requests;
+}
+
+// The request named by an error ("request 3 (cpu -> cuda:0, 16 bytes)"), without the
+// addresses that follow.
+std::string ErrorHead(const absl::Status& status) {
+  const std::string message = MessageOf(status);
+  return message.substr(0, message.find(')') + 1);
+}
+
+void ExpectSameAsFullChecks(const std::vector<CopyRequest>& requests,
+                            const Topology& topology, const PlanOptions& options = {}) {
+  const absl::StatusOr<BatchPlan> fast = PlanBatch(requests, topology, options);
+  const absl::StatusOr<BatchPlan> full = PlanBatch(MovedUp(requests), topology, options);
+  ASSERT_EQ(fast.status().code(), full.status().code())
+      << fast.status() << " / " << full.status();
+  if (!fast.ok()) {
+    EXPECT_EQ(ErrorHead(fast.status()), ErrorHead(full.status()));
+    return;
+  }
+  ExpectConsistent(*fast, requests);
+  EXPECT_EQ(fast->group_of_request, full->group_of_request);
+  EXPECT_EQ(fast->total_bytes, full->total_bytes);
+  EXPECT_EQ(fast->streams, full->streams);
+  ASSERT_EQ(fast->groups.size(), full->groups.size());
+  for (size_t g = 0; g < fast->groups.size(); ++g) {
+    EXPECT_EQ(fast->groups[g].mechanism, full->groups[g].mechanism);
+    EXPECT_EQ(fast->groups[g].requests, full->groups[g].requests);
+    EXPECT_EQ(fast->groups[g].reason, full->groups[g].reason);
+    EXPECT_EQ(fast->groups[g].stream, full->groups[g].stream);
+  }
+}
+
+TEST(PlanBatchTest, OnePassAgreesWithTheFullChecks) {
+  std::mt19937 rng(11);
+  const Device devices[] = {kCpu, kGpu0, kGpu1};
+  for (int round = 0; round < 400; ++round) {
+    SCOPED_TRACE(round);
+    // Copies of one size or of many, gathered from one buffer into another (each in
+    // address order), then disturbed in one way or another.
+    const int n = 1 + static_cast<int>(rng() % 64);
+    const bool one_size = rng() % 2 == 0;
+    const bool one_pair = rng() % 2 == 0;
+    const Device src_device = devices[rng() % 3];
+    const Device dst_device = devices[rng() % 3];
+    uintptr_t src = 0x100000, dst = 0x40000000;
+    std::vector<CopyRequest> requests;
+    for (int i = 0; i < n; ++i) {
+      const size_t bytes = one_size ? 4096 : 1 + rng() % 100000;
+      const Device s = one_pair ? src_device : devices[rng() % 3];
+      const Device d = one_pair ? dst_device : devices[rng() % 3];
+      requests.push_back({At(src), s, s.is_cpu(), At(dst), d, d.is_cpu(), bytes});
+      src += bytes + (rng() % 2) * 512;
+      dst += bytes + (rng() % 2) * 512;
+    }
+    const auto any = [&] { return static_cast<size_t>(rng() % n); };
+    switch (rng() % 10) {
+      case 0:  // Two requests swapped: destinations out of order, still disjoint.
+        std::swap(requests[any()], requests[any()]);
+        break;
+      case 1:  // A destination onto another request's source or destination.
+        requests[any()].dst = const_cast<void*>(requests[any()].src);
+        break;
+      case 2:
+        requests[any()].dst = static_cast<char*>(requests[any()].dst) + rng() % 64;
+        break;
+      case 3:  // Empty requests, some with null pointers.
+        for (int k = 0; k < 3; ++k) {
+          CopyRequest& r = requests[any()];
+          r.bytes = 0;
+          if (rng() % 2 == 0) r.src = r.dst = nullptr;
+        }
+        break;
+      case 4:  // A null pointer with bytes.
+        if (rng() % 2 == 0) {
+          requests[any()].dst = nullptr;
+        } else {
+          requests[any()].src = nullptr;
+        }
+        break;
+      case 5:  // Sources among the destinations.
+        requests[any()].src = static_cast<char*>(requests[any()].dst) + 4096 * (rng() % 3);
+        break;
+      case 6:  // Sources and destinations swapped in one request.
+        if (requests[0].src_device == requests[0].dst_device) {
+          const void* old_src = requests[0].src;
+          requests[0].src = requests[0].dst;
+          requests[0].dst = const_cast<void*>(old_src);
+        }
+        break;
+      default:  // As built.
+        break;
+    }
+    ExpectSameAsFullChecks(requests, Gpus(2, round % 2 == 0, round % 3 == 0));
+  }
+}
+
+TEST(PlanBatchTest, OnePassEdgeCases) {
+  Batch batch;
+  batch.Add(kGpu0, kGpu0, 16 * KiB, 32);
+  // A run whose first request is empty, with null pointers.
+  std::vector<CopyRequest> requests = batch.requests;
+  requests[0] = {nullptr, kGpu0, false, nullptr, kGpu0, false, 0};
+  ExpectSameAsFullChecks(requests, Gpus(1));
+  EXPECT_TRUE(PlanBatch(requests, Gpus(1)).ok());
+  // A null destination inside a run, after valid ones.
+  requests = batch.requests;
+  requests[20].dst = nullptr;
+  ExpectInvalid(requests, Gpus(1), {"request 20", "destination pointer is null"});
+  ExpectSameAsFullChecks(requests, Gpus(1));
+  // A destination range that wraps inside a run, followed by one in order.
+  requests = batch.requests;
+  requests[10].dst = At(UINTPTR_MAX - 100);
+  ExpectInvalid(requests, Gpus(1), {"request 10", "wraps around the address space"});
+  // Destinations in order within each run but not across runs on one device.
+  requests = batch.requests;
+  std::rotate(requests.begin(), requests.begin() + 16, requests.end());
+  requests[0].src_pinned = true;  // Ignored for a device, but a run of its own.
+  ExpectSameAsFullChecks(requests, Gpus(1));
+  EXPECT_TRUE(PlanBatch(requests, Gpus(1)).ok());
+  // Addresses at 2^62 and above are planned like any other.
+  requests = MovedUp(batch.requests);
+  const BatchPlan plan = ValueOrThrow(PlanBatch(requests, Gpus(1)));
+  ExpectConsistent(plan, requests);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(plan.groups[0].mechanism, Mechanism::kFusedKernel);
+}
+
 TEST(PlanBatchErrorTest, NullPointerWithBytes) {
   std::vector<CopyRequest> requests = {
       {At(0x1000), kGpu0, false, At(0x2000), kGpu0, false, 16},

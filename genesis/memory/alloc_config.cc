@@ -220,6 +220,16 @@ const Key kKeys[] = {
            *on ? ExpandableSegments::kOn : ExpandableSegments::kOff;
        return absl::OkStatus();
      }},
+    {"expandable_piece_size",
+     [](std::string_view value, AllocConfig& config) {
+       absl::StatusOr<size_t> bytes = ParseSize(value);
+       if (!bytes.ok()) return bytes.status();
+       if (*bytes < 2 * kMiB || !std::has_single_bit(*bytes)) {
+         return absl::InvalidArgumentError("must be a power of two >= 2MiB");
+       }
+       config.options.expandable_piece_size = *bytes;
+       return absl::OkStatus();
+     }},
     {"pinned_mode",
      [](std::string_view value, AllocConfig& config) {
        if (value == PinnedModeName(PinnedMode::kAlloc)) {
@@ -353,6 +363,7 @@ std::string FormatAllocConfig(const AllocConfig& config) {
       o.expandable_segments == ExpandableSegments::kAuto ? "auto"
       : o.expandable_segments == ExpandableSegments::kOn ? "true"
                                                          : "false",
+      ",expandable_piece_size:", FormatByteSizeExact(o.expandable_piece_size),
       ",pinned_mode:", ToAbsl(PinnedModeName(config.pinned_mode)));
 }
 

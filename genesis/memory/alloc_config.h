@@ -31,6 +31,7 @@
 // | thread_cache_bytes           | size > 0                             | 64MiB   |
 // | adaptive_caching             | true, false, 1 or 0                  | true    |
 // | expandable_segments          | auto, true, false, 1 or 0            | auto    |
+// | expandable_piece_size        | size: a power of two, >= 2MiB        | 32MiB   |
 // | pinned_mode                  | alloc or register                    | alloc   |
 //
 // What they mean:
@@ -62,6 +63,9 @@
 //                                 that grows in place (auto: where the backend offers
 //                                 virtual memory; true: required; false: classic
 //                                 segments only).
+//   expandable_piece_size         the largest piece of physical memory one map of an
+//                                 expandable segment creates; larger pieces cost fewer
+//                                 driver calls, memory goes back a whole piece at a time.
 //   pinned_mode                   how the pinned host pool gets memory: cudaHostAlloc
 //                                 (alloc) or malloc + cudaHostRegister (register).
 //

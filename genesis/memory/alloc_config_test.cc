@@ -177,6 +177,10 @@ TEST(ParseAllocConfigTest, ValuesOutOfRangeNameKeyValueAndColumn) {
   }
   EXPECT_TRUE(Contains(ErrorOf("block_rounding:256"), "power of two >= 512"));
   EXPECT_TRUE(Contains(ErrorOf("block_rounding:768"), "power of two >= 512"));
+  EXPECT_TRUE(Contains(ErrorOf("expandable_piece_size:1MiB"), "power of two >= 2MiB"));
+  EXPECT_TRUE(Contains(ErrorOf("expandable_piece_size:24MiB"), "power of two >= 2MiB"));
+  EXPECT_EQ(Parsed("expandable_piece_size:128MiB").options.expandable_piece_size,
+            128 * kMiB);
   EXPECT_TRUE(Contains(ErrorOf("small_segment_size:0"), "> 0"));
   EXPECT_TRUE(Contains(ErrorOf("warm_up:64MiB+0"), "> 0"));
 }
@@ -251,7 +255,7 @@ TEST(FormatAllocConfigTest, Defaults) {
             "large_segment_rounding:2MiB,roundup_power2_divisions:0,max_split_size:none,"
             "memory_fraction:1,cache_limit:none,garbage_collection_threshold:0,"
             "warm_up:none,thread_cache_blocks:8,thread_cache_bytes:64MiB,adaptive_caching:true,"
-            "expandable_segments:auto,pinned_mode:alloc");
+            "expandable_segments:auto,expandable_piece_size:32MiB,pinned_mode:alloc");
 }
 
 TEST(FormatAllocConfigTest, RoundTripsWhateverTheBase) {

@@ -70,6 +70,10 @@ struct AllocatorOptions {
   // which stays under its high-water mark, maps and unmaps nothing. max_split_size and
   // the large segment sizes do not apply to them.
   ExpandableSegments expandable_segments = ExpandableSegments::kAuto;
+  // The largest piece of physical memory that one map of an expandable segment creates
+  // (a power of two, >= 2 MiB; mapping_pieces.h). Mapping costs driver calls per piece,
+  // not per byte; memory goes back a whole piece at a time.
+  size_t expandable_piece_size = 32 * kMiB;
 };
 
 }  // namespace genesis::memory

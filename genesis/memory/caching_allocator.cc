@@ -6,6 +6,7 @@
 #include <bit>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <iterator>
@@ -678,15 +679,17 @@ class CachingAllocator::Impl {
   absl::StatusOr<Block*> MapLocked(Block* u, char* begin, char* end, Sink* sink);
   // Unmaps up to `max_bytes` (rounded up to chunks) of the chunks that lie wholly
   // inside the free block `b`, from its end; returns the bytes unmapped.
-  size_t UnmapInteriorLocked(Block* b, size_t max_bytes, Sink* sink);
+  size_t UnmapInteriorLocked(Block* b, size_t max_bytes, bool under_pressure, Sink* sink);
   // Puts the unmapped block `u` (in no set) into the unmapped set, merged with
   // unmapped neighbours.
   void InsertUnmappedLocked(Block* u);
   // Unmaps free chunks outside `keep` (blocks about to be used), largest free blocks
   // first, until `bytes` are unmapped, `done()`, or none is left; returns the bytes
-  // unmapped.
+  // unmapped. `under_pressure`: to make room at the high-water mark (remembered in
+  // pressure_unmapped_).
   size_t UnmapIdleChunksLocked(size_t bytes, const std::function<bool()>& done,
-                               std::initializer_list<const Block*> keep, Sink* sink);
+                               std::initializer_list<const Block*> keep,
+                               bool under_pressure, Sink* sink);
   // Space for a new block of `size` in `pool`: a new classic segment, or mapped memory
   // in an expandable segment. Returns a free block that can be taken from its start.
   absl::StatusOr<Block*> NewSpaceLocked(size_t size, size_t segment_size, int pool,
@@ -753,6 +756,11 @@ class CachingAllocator::Impl {
   // The most reserved memory so far: below it, expandable segments map new memory
   // freely; above it they unmap idle chunks elsewhere first.
   int64_t reserved_high_water_ = 0;
+  // Ranges unmapped to make room at the high-water mark, most recent last (at most
+  // kPressureMemory). Mapping one of them again means the two places take turns: the
+  // mark then rises instead, so a loop at its peak stops moving memory back and forth.
+  static constexpr size_t kPressureMemory = 64;
+  std::deque<std::pair<uintptr_t, uintptr_t>> pressure_unmapped_;
   uint64_t tick_ = 0;
   std::vector<Block*> spare_blocks_;
 
@@ -1443,7 +1451,7 @@ void CachingAllocator::Impl::ReleaseFreeSegmentsLocked(const std::function<bool(
                                                        Sink* sink) {
   if (done()) return;
   if (expandable()) {
-    UnmapIdleChunksLocked(kNoLimit, done, {}, sink);
+    UnmapIdleChunksLocked(kNoLimit, done, {}, /*under_pressure=*/false, sink);
     if (!done()) ReleaseEmptyReservationsLocked();
   }
   if (fully_free_.empty()) return;
@@ -1553,7 +1561,8 @@ void CachingAllocator::Impl::InsertUnmappedLocked(Block* u) {
 absl::StatusOr<Block*> CachingAllocator::Impl::MapLocked(Block* u, char* begin, char* end,
                                                          Sink* sink) {
   const size_t bytes = static_cast<size_t>(end - begin);
-  GENESIS_RETURN_IF_ERROR(vm_->Map(begin, bytes));
+  GENESIS_RETURN_IF_ERROR(
+      vm_->MapPieces(begin, bytes, std::max(opt_.expandable_piece_size, chunk_)));
   unmapped_.erase(u);
   Block* mapped = u;
   if (begin > u->ptr) {
@@ -1575,19 +1584,37 @@ absl::StatusOr<Block*> CachingAllocator::Impl::MapLocked(Block* u, char* begin, 
   return FreeAndMergeLocked(mapped);
 }
 
-size_t CachingAllocator::Impl::UnmapInteriorLocked(Block* b, size_t max_bytes, Sink* sink) {
+size_t CachingAllocator::Impl::UnmapInteriorLocked(Block* b, size_t max_bytes,
+                                                   bool under_pressure, Sink* sink) {
   const auto start = reinterpret_cast<uintptr_t>(b->ptr);
   const uintptr_t end = start + b->size;
   uintptr_t lo = (start + chunk_ - 1) / chunk_ * chunk_;
-  const uintptr_t hi = end / chunk_ * chunk_;
+  uintptr_t hi = end / chunk_ * chunk_;
   if (hi <= lo || max_bytes == 0) return 0;
+  // Memory goes back a whole piece at a time: drop the pieces that stick out of the
+  // block (they hold neighbours' bytes too), and of the rest the whole pieces within
+  // the last `max_bytes` (rounded up to chunks). Unmapping less than asked, never more,
+  // keeps a loop from unmapping memory that it maps again later in the same step: the
+  // high-water mark then rises by less than a piece, once.
+  if (const auto [first, last] = vm_->PieceAt(lo); first < lo) lo = last;
+  if (hi <= lo) return 0;
+  if (const auto [first, last] = vm_->PieceAt(hi - 1); last > hi) hi = first;
+  if (hi <= lo) return 0;
   if (hi - lo > max_bytes) {
     const size_t want = (max_bytes + chunk_ - 1) / chunk_ * chunk_;
-    if (want < hi - lo) lo = hi - want;
+    if (want < hi - lo) {
+      const auto [first, last] = vm_->PieceAt(hi - want);
+      lo = first < hi - want ? last : first;
+      if (hi <= lo) return 0;
+    }
   }
   const size_t bytes = hi - lo;
   // On failure the chunks stay mapped, and the pool keeps using them.
   if (!vm_->Unmap(reinterpret_cast<void*>(lo), bytes).ok()) return 0;
+  if (under_pressure) {
+    if (pressure_unmapped_.size() == kPressureMemory) pressure_unmapped_.pop_front();
+    pressure_unmapped_.emplace_back(lo, hi);
+  }
   EraseFreeLocked(b);
   Block* middle = b;
   if (lo > start) {
@@ -1609,7 +1636,7 @@ size_t CachingAllocator::Impl::UnmapInteriorLocked(Block* b, size_t max_bytes, S
 size_t CachingAllocator::Impl::UnmapIdleChunksLocked(size_t bytes,
                                                      const std::function<bool()>& done,
                                                      std::initializer_list<const Block*> keep,
-                                                     Sink* sink) {
+                                                     bool under_pressure, Sink* sink) {
   std::vector<Block*> candidates;
   for (Block* b : free_[kLarge]) {
     if (b->segment->expandable && b->size >= chunk_ &&
@@ -1623,7 +1650,7 @@ size_t CachingAllocator::Impl::UnmapIdleChunksLocked(size_t bytes,
   size_t unmapped = 0;
   for (Block* b : candidates) {
     if (unmapped >= bytes || done()) break;
-    unmapped += UnmapInteriorLocked(b, bytes - unmapped, sink);
+    unmapped += UnmapInteriorLocked(b, bytes - unmapped, under_pressure, sink);
   }
   return unmapped;
 }
@@ -1678,6 +1705,15 @@ absl::StatusOr<Block*> CachingAllocator::Impl::ExpandLocked(size_t size, StreamI
   const auto bytes = static_cast<int64_t>(end - begin);
   // Below the high-water mark the pool maps new memory; beyond it (or beyond the
   // memory_fraction cap) it first moves idle memory here, so the peak stays put.
+  for (auto it = pressure_unmapped_.begin(); it != pressure_unmapped_.end(); ++it) {
+    if (it->first < reinterpret_cast<uintptr_t>(end) &&
+        reinterpret_cast<uintptr_t>(begin) < it->second) {
+      reserved_high_water_ = std::max(reserved_high_water_,
+                                      GaugeNow(kReservedBytes, kAllPools) + bytes);
+      pressure_unmapped_.erase(it);
+      break;
+    }
+  }
   int64_t over = GaugeNow(kReservedBytes, kAllPools) + bytes - reserved_high_water_;
   if (allowed_max_ != kNoLimit) {
     over = std::max(over, GaugeNow(kReservedBytes, kAllPools) + bytes -
@@ -1685,7 +1721,7 @@ absl::StatusOr<Block*> CachingAllocator::Impl::ExpandLocked(size_t size, StreamI
   }
   if (over > 0) {
     UnmapIdleChunksLocked(static_cast<size_t>(over), [] { return false; },
-                          {u, u_prev, u_next}, sink);
+                          {u, u_prev, u_next}, /*under_pressure=*/true, sink);
   }
   if (allowed_max_ != kNoLimit &&
       GaugeNow(kReservedBytes, kAllPools) + bytes > static_cast<int64_t>(allowed_max_)) {
@@ -2375,6 +2411,10 @@ absl::Status CachingAllocator::ValidateOptions(const AllocatorOptions& o) {
                             " must be a multiple of block_rounding (", o.block_rounding,
                             ") and >= large_segment_threshold (",
                             o.large_segment_threshold, ")"));
+  }
+  if (!std::has_single_bit(o.expandable_piece_size)) {
+    return bad(absl::StrCat("expandable_piece_size = ", o.expandable_piece_size,
+                            " must be a power of two"));
   }
   if (!std::has_single_bit(o.large_segment_rounding) ||
       o.large_segment_rounding < o.block_rounding) {

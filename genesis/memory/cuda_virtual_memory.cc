@@ -90,12 +90,12 @@ CudaVirtualMemory::CudaVirtualMemory(int device, size_t granularity, bool export
 
 CudaVirtualMemory::~CudaVirtualMemory() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!handles_.empty()) {
+  if (!pieces_.empty()) {
     cuda::internal::BestEffortDeviceSwitch on_device(device_);
     cuda::IgnoreCudaError(cudaDeviceSynchronize());
-    std::vector<uintptr_t> addrs;
-    for (const auto& [addr, handle] : handles_) addrs.push_back(addr);
-    ReleaseChunksLocked(addrs);
+    std::vector<Piece> all;
+    for (const auto& [start, piece] : pieces_.pieces()) all.push_back(piece);
+    ReleasePiecesLocked(all);
   }
   for (const auto& [base, bytes] : reservations_) {
     (void)Api().address_free(static_cast<CUdeviceptr>(base), bytes);
@@ -129,42 +129,50 @@ void CudaVirtualMemory::Unreserve(void* base, size_t bytes) {
   reservations_.erase(it);
 }
 
-void CudaVirtualMemory::ReleaseChunksLocked(const std::vector<uintptr_t>& addrs) {
-  for (uintptr_t addr : addrs) {
-    auto it = handles_.find(addr);
-    if (it == handles_.end()) continue;
-    (void)Api().unmap(static_cast<CUdeviceptr>(addr), granularity_);
-    (void)Api().release(static_cast<CUmemGenericAllocationHandle>(it->second));
-    handles_.erase(it);
+void CudaVirtualMemory::ReleasePiecesLocked(const std::vector<Piece>& pieces) {
+  for (const Piece& piece : pieces) {
+    (void)Api().unmap(static_cast<CUdeviceptr>(piece.start), piece.size);
+    (void)Api().release(static_cast<CUmemGenericAllocationHandle>(piece.handle));
+    pieces_.Erase(piece.start);
   }
 }
 
-absl::Status CudaVirtualMemory::Map(void* ptr, size_t bytes) {
+absl::Status CudaVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_piece) {
   const auto start = reinterpret_cast<uintptr_t>(ptr);
   if (bytes == 0 || start % granularity_ != 0 || bytes % granularity_ != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "CudaVirtualMemory::Map(%p, %d): not chunk-aligned (chunks of %d bytes)", ptr,
         bytes, granularity_));
   }
+  GENESIS_RETURN_IF_ERROR(CheckMaxPiece(max_piece, granularity_, "CudaVirtualMemory::Map"));
   const Driver& d = Api();
   const CUmemAllocationProp prop = ChunkProperties(device_, exportable_);
   GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device_));
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<uintptr_t> mapped;
+  if (pieces_.Overlaps(start, bytes)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "CudaVirtualMemory::Map(%p, %d): part of the range is already mapped", ptr, bytes));
+  }
+  uintptr_t origin = start;
+  for (const auto& [base, size] : reservations_) {
+    if (start >= base && start - base < size) origin = base;
+  }
+  std::vector<Piece> mapped;
   absl::Status status;
-  for (uintptr_t addr = start; addr < start + bytes && status.ok(); addr += granularity_) {
+  for (Piece piece : SplitIntoPieces(origin, start, bytes, granularity_, max_piece)) {
     CUmemGenericAllocationHandle handle = 0;
-    status = DriverStatus(d.create(&handle, granularity_, &prop, 0),
-                          absl::StrCat("cuMemCreate(", granularity_, " bytes)"), device_);
+    status = DriverStatus(d.create(&handle, piece.size, &prop, 0),
+                          absl::StrCat("cuMemCreate(", piece.size, " bytes)"), device_);
     if (!status.ok()) break;
-    status = DriverStatus(d.map(static_cast<CUdeviceptr>(addr), granularity_, 0, handle, 0),
+    status = DriverStatus(d.map(static_cast<CUdeviceptr>(piece.start), piece.size, 0, handle, 0),
                           "cuMemMap", device_);
     if (!status.ok()) {
       (void)d.release(handle);
       break;
     }
-    handles_[addr] = static_cast<uint64_t>(handle);
-    mapped.push_back(addr);
+    piece.handle = static_cast<uint64_t>(handle);
+    pieces_.Insert(piece);
+    mapped.push_back(piece);
   }
   if (status.ok()) {
     std::vector<CUmemAccessDesc> access(accessors_.size());
@@ -177,7 +185,7 @@ absl::Status CudaVirtualMemory::Map(void* ptr, size_t bytes) {
         d.set_access(static_cast<CUdeviceptr>(start), bytes, access.data(), access.size()),
         "cuMemSetAccess", device_);
   }
-  if (!status.ok()) ReleaseChunksLocked(mapped);
+  if (!status.ok()) ReleasePiecesLocked(mapped);
   return status;
 }
 
@@ -188,19 +196,23 @@ absl::Status CudaVirtualMemory::Unmap(void* ptr, size_t bytes) {
         "CudaVirtualMemory::Unmap(%p, %d): not chunk-aligned", ptr, bytes));
   }
   GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device_));
+  std::vector<Piece> tiling;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    GENESIS_ASSIGN_OR_RETURN(tiling, pieces_.Tiling(start, bytes, "CudaVirtualMemory::Unmap"));
+  }
   GENESIS_RETURN_IF_ERROR(
       cuda::CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device_));
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<uintptr_t> addrs;
-  for (uintptr_t addr = start; addr < start + bytes; addr += granularity_) {
-    if (!handles_.contains(addr)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "CudaVirtualMemory::Unmap(%p, %d): %#x is not mapped", ptr, bytes, addr));
-    }
-    addrs.push_back(addr);
-  }
-  ReleaseChunksLocked(addrs);
+  ReleasePiecesLocked(tiling);
   return absl::OkStatus();
+}
+
+std::pair<uintptr_t, uintptr_t> CudaVirtualMemory::PieceAt(uintptr_t p) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::optional<Piece> piece = pieces_.Containing(p)) return {piece->start, piece->end()};
+  const uintptr_t chunk = p & ~(granularity_ - 1);
+  return {chunk, chunk + granularity_};
 }
 
 }  // namespace genesis::memory

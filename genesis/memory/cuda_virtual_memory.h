@@ -25,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "genesis/memory/mapping_pieces.h"
 #include "genesis/memory/virtual_memory.h"
 
 namespace genesis::memory {
@@ -42,12 +43,16 @@ class CudaVirtualMemory : public VirtualMemory {
   size_t granularity() const override { return granularity_; }
   absl::StatusOr<void*> Reserve(size_t bytes) override;
   void Unreserve(void* base, size_t bytes) override;
+  // One cuMemCreate and cuMemMap per piece, one cuMemSetAccess for the range.
   // ResourceExhausted when cuMemCreate runs out of device memory; InvalidArgument for a
-  // range that is not chunk-aligned; the driver's error otherwise.
-  absl::Status Map(void* ptr, size_t bytes) override;
+  // range that is not chunk-aligned or already mapped in part, or a bad `max_piece`;
+  // the driver's error otherwise.
+  absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece) override;
   // Waits for the device's work first (as cudaFree does), since unmapping memory that
-  // queued kernels still use would fault them.
+  // queued kernels still use would fault them; then one cuMemUnmap and cuMemRelease per
+  // piece.
   absl::Status Unmap(void* ptr, size_t bytes) override;
+  std::pair<uintptr_t, uintptr_t> PieceAt(uintptr_t p) const override;
 
   int device() const { return device_; }
   // The devices that get access to mapped memory: this one and its capable peers.
@@ -58,15 +63,16 @@ class CudaVirtualMemory : public VirtualMemory {
  private:
   CudaVirtualMemory(int device, size_t granularity, bool exportable,
                     std::vector<int> accessors);
-  // Unmaps and releases the chunks at `addrs` (each mapped by Map). Needs mu_.
-  void ReleaseChunksLocked(const std::vector<uintptr_t>& addrs);
+  // Unmaps and releases `pieces` (each mapped by MapPieces and still in pieces_, which
+  // forgets them). Needs mu_.
+  void ReleasePiecesLocked(const std::vector<Piece>& pieces);
 
   const int device_;
   const size_t granularity_;
   const bool exportable_;
   const std::vector<int> accessors_;
-  std::mutex mu_;
-  absl::flat_hash_map<uintptr_t, uint64_t> handles_;       // Chunk address -> handle.
+  mutable std::mutex mu_;
+  PieceMap pieces_;  // Handles are CUmemGenericAllocationHandle.
   absl::flat_hash_map<uintptr_t, size_t> reservations_;    // Base -> bytes.
 };
 

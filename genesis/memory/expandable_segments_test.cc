@@ -120,6 +120,59 @@ TEST(ExpandableSegmentsTest, IdleMemoryMovesWhereItIsNeeded) {
   }
 }
 
+// Memory is mapped in pieces of up to expandable_piece_size and goes back a whole piece
+// at a time: the pool never asks to unmap part of a piece (TestBackend's virtual memory
+// refuses that and records it), and what it reports reserved is what is mapped.
+TEST(ExpandableSegmentsTest, MemoryGoesBackWholePieces) {
+  for (size_t cache_limit : {kNoLimit, size_t{0}}) {
+    SCOPED_TRACE(cache_limit == 0 ? "cache_limit 0" : "no cache limit");
+    AllocatorOptions options;
+    options.expandable_piece_size = 8 * kMiB;
+    options.cache_limit = cache_limit;
+    Pool p = MakePool(kNoLimit, options);
+    auto consistent = [&] {
+      EXPECT_THAT(p.state->violations(), ::testing::IsEmpty());
+      EXPECT_EQ(static_cast<int64_t>(p.state->mapped_bytes()), p.reserved());
+      EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+    };
+    // One 96 MiB map: 12 pieces of 8 MiB at most, most of them under two blocks.
+    void* all = p.Alloc(96 * kMiB);
+    p.Free(all);
+    std::vector<void*> blocks;
+    for (int i = 0; i < 16; ++i) blocks.push_back(p.Alloc(6 * kMiB));
+    consistent();
+    // Every other block free: each 6 MiB hole shares its pieces with live neighbours.
+    for (int i = 1; i < 16; i += 2) p.Free(blocks[i]);
+    consistent();
+    // 20 MiB fits no hole; the pool grows, unmapping only pieces wholly free.
+    void* big = p.Alloc(20 * kMiB);
+    ASSERT_NE(big, nullptr);
+    consistent();
+    // Frees merge the holes: whole pieces can then go back.
+    for (int i = 0; i < 16; i += 2) p.Free(blocks[i]);
+    void* bigger = p.Alloc(60 * kMiB);
+    ASSERT_NE(bigger, nullptr);
+    consistent();
+    p.Free(big);
+    p.Free(bigger);
+    consistent();
+    ASSERT_TRUE(p.pool->EmptyCache().ok());
+    consistent();
+    EXPECT_EQ(p.reserved(), 0);
+    EXPECT_EQ(p.state->mapped_bytes(), 0u);
+  }
+}
+
+TEST(ExpandableSegmentsTest, PieceSizeMustBeAPowerOfTwo) {
+  AllocatorOptions options;
+  options.expandable_piece_size = 3 * kMiB;
+  auto pool = CachingAllocator::Create(TestBackend::FakeCuda(kNoLimit, true), options,
+                                       std::make_unique<FakeStreamEvents>());
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(pool.status().message(), HasSubstr("expandable_piece_size = 3145728"));
+}
+
 // Threads on their own streams, each reusing one cached block: once each has mapped its
 // block, nobody's growth takes another thread's cached block away, so the loop maps
 // nothing more (no thread keeps unmapping what the next one maps again).
@@ -154,35 +207,42 @@ TEST(ExpandableSegmentsTest, ThreadsWithCachedBlocksDoNotTakeEachOthersMemory) {
 }
 
 TEST(ExpandableSegmentsTest, SteadyLoopMapsNothingOnceWarm) {
-  Pool p = MakePool();
-  const size_t sizes[] = {3 * kMiB, 17 * kMiB + 512, 5 * kMiB, 40 * kMiB, 1 * kMiB,
-                          9 * kMiB};
-  int64_t maps_when_warm = 0, unmaps_when_warm = 0;
-  for (int step = 0; step < 20; ++step) {
-    std::vector<void*> live;
-    for (int i = 0; i < 6; ++i) {
-      live.push_back(p.Alloc(sizes[i]));
-      // Free every other block early, as activations are.
-      if (i % 2 == 1) {
-        p.Free(live[i - 1]);
-        live[i - 1] = nullptr;
+  for (size_t piece : {2 * kMiB, 32 * kMiB}) {
+    SCOPED_TRACE(piece);
+    AllocatorOptions options;
+    options.expandable_piece_size = piece;
+    Pool p = MakePool(kNoLimit, options);
+    const size_t sizes[] = {3 * kMiB, 17 * kMiB + 512, 5 * kMiB, 40 * kMiB, 1 * kMiB,
+                            9 * kMiB};
+    int64_t maps_when_warm = 0, unmaps_when_warm = 0;
+    for (int step = 0; step < 20; ++step) {
+      std::vector<void*> live;
+      for (int i = 0; i < 6; ++i) {
+        live.push_back(p.Alloc(sizes[i]));
+        // Free every other block early, as activations are.
+        if (i % 2 == 1) {
+          p.Free(live[i - 1]);
+          live[i - 1] = nullptr;
+        }
+      }
+      for (void* x : live) {
+        if (x != nullptr) p.Free(x);
+      }
+      const MemoryStats st = p.pool->Stats();
+      // The first iterations map and settle the layout (blocks start from one merged
+      // free range; memory moves a piece at a time); after that the loop runs in
+      // mapped memory.
+      if (step == 2) {
+        maps_when_warm = st.num_maps;
+        unmaps_when_warm = st.num_unmaps;
+      } else if (step > 2) {
+        ASSERT_EQ(st.num_maps, maps_when_warm) << "step " << step;
+        ASSERT_EQ(st.num_unmaps, unmaps_when_warm) << "step " << step;
       }
     }
-    for (void* x : live) {
-      if (x != nullptr) p.Free(x);
-    }
-    const MemoryStats st = p.pool->Stats();
-    // The first iteration maps; the second settles the layout (its blocks start from
-    // one merged free range); after that the loop runs in mapped memory.
-    if (step == 1) {
-      maps_when_warm = st.num_maps;
-      unmaps_when_warm = st.num_unmaps;
-    } else if (step > 1) {
-      ASSERT_EQ(st.num_maps, maps_when_warm) << "step " << step;
-      ASSERT_EQ(st.num_unmaps, unmaps_when_warm) << "step " << step;
-    }
+    EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+    EXPECT_THAT(p.state->violations(), ::testing::IsEmpty());
   }
-  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
 }
 
 TEST(ExpandableSegmentsTest, FragmentedFreeMemoryServesALargerRequest) {

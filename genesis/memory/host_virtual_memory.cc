@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "genesis/core/status.h"
 
 namespace genesis::memory {
 namespace {
@@ -102,8 +103,16 @@ void HostVirtualMemory::Unreserve(void* base, size_t bytes) {
       ++s;
     }
   }
+  pieces_.EraseWithin(start, bytes);
   munmap(base, bytes);
   reservations_.erase(it);
+}
+
+uintptr_t HostVirtualMemory::ReservationBaseLocked(uintptr_t p) const {
+  for (const auto& [base, size] : reservations_) {
+    if (p >= base && p - base < size) return base;
+  }
+  return p;
 }
 
 bool HostVirtualMemory::ReservedLocked(uintptr_t p, size_t bytes) const {
@@ -136,8 +145,9 @@ void HostVirtualMemory::ReturnSlotLocked(size_t slot) {
   std::push_heap(free_slots_.begin(), free_slots_.end(), std::greater<>());
 }
 
-absl::Status HostVirtualMemory::Map(void* ptr, size_t bytes) {
+absl::Status HostVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_piece) {
   const auto start = reinterpret_cast<uintptr_t>(ptr);
+  GENESIS_RETURN_IF_ERROR(CheckMaxPiece(max_piece, granularity_, "HostVirtualMemory::Map"));
   std::lock_guard<std::mutex> lock(mu_);
   if (bytes == 0 || start % granularity_ != 0 || bytes % granularity_ != 0 ||
       !ReservedLocked(start, bytes)) {
@@ -194,8 +204,20 @@ absl::Status HostVirtualMemory::Map(void* ptr, size_t bytes) {
       slot_of_.erase(q);
     }
     if (p > start) ReserveAt(ptr, p - start);
+    return status;
+  }
+  for (const Piece& piece :
+       SplitIntoPieces(ReservationBaseLocked(start), start, bytes, granularity_, max_piece)) {
+    pieces_.Insert(piece);
   }
   return status;
+}
+
+std::pair<uintptr_t, uintptr_t> HostVirtualMemory::PieceAt(uintptr_t p) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::optional<Piece> piece = pieces_.Containing(p)) return {piece->start, piece->end()};
+  const uintptr_t chunk = p & ~(granularity_ - 1);
+  return {chunk, chunk + granularity_};
 }
 
 absl::Status HostVirtualMemory::Unmap(void* ptr, size_t bytes) {
@@ -205,12 +227,8 @@ absl::Status HostVirtualMemory::Unmap(void* ptr, size_t bytes) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "HostVirtualMemory::Unmap(%p, %d): not chunk-aligned", ptr, bytes));
   }
-  for (uintptr_t p = start; p < start + bytes; p += granularity_) {
-    if (!slot_of_.contains(p)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "HostVirtualMemory::Unmap(%p, %d): %#x is not mapped", ptr, bytes, p));
-    }
-  }
+  GENESIS_ASSIGN_OR_RETURN(std::vector<Piece> tiling,
+                           pieces_.Tiling(start, bytes, "HostVirtualMemory::Unmap"));
   if (!ReserveAt(ptr, bytes)) {
     return Errno(errno, absl::StrFormat("HostVirtualMemory::Unmap(%p, %d)", ptr, bytes));
   }
@@ -219,6 +237,7 @@ absl::Status HostVirtualMemory::Unmap(void* ptr, size_t bytes) {
     ReturnSlotLocked(it->second);
     slot_of_.erase(it);
   }
+  for (const Piece& piece : tiling) pieces_.Erase(piece.start);
   return absl::OkStatus();
 }
 

@@ -25,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "genesis/memory/mapping_pieces.h"
 #include "genesis/memory/virtual_memory.h"
 
 namespace genesis::memory {
@@ -45,10 +46,13 @@ class HostVirtualMemory : public VirtualMemory {
   absl::StatusOr<void*> Reserve(size_t bytes) override;
   void Unreserve(void* base, size_t bytes) override;
   // InvalidArgument for a range that is not chunk-aligned, not reserved or already
-  // mapped in part; the system's error (ResourceExhausted for ENOMEM/ENOSPC) otherwise.
-  absl::Status Map(void* ptr, size_t bytes) override;
-  // InvalidArgument for a range that is not chunk-aligned or not entirely mapped.
+  // mapped in part, or a bad `max_piece`; the system's error (ResourceExhausted for
+  // ENOMEM/ENOSPC) otherwise. The memory is mapped chunk by chunk, but remembered in
+  // the pieces a CUDA device would use, so that Unmap holds callers to whole pieces.
+  absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece) override;
+  // InvalidArgument for a range that is not chunk-aligned or not whole mapped pieces.
   absl::Status Unmap(void* ptr, size_t bytes) override;
+  std::pair<uintptr_t, uintptr_t> PieceAt(uintptr_t p) const override;
 
   // Bytes mapped now.
   size_t mapped_bytes() const;
@@ -59,6 +63,8 @@ class HostVirtualMemory : public VirtualMemory {
   absl::StatusOr<size_t> TakeSlotLocked();
   void ReturnSlotLocked(size_t slot);
   bool ReservedLocked(uintptr_t p, size_t bytes) const;
+  // The base of the reservation that holds `p` (`p` itself if none does).
+  uintptr_t ReservationBaseLocked(uintptr_t p) const;
 
   const int fd_;
   const size_t granularity_;
@@ -67,6 +73,7 @@ class HostVirtualMemory : public VirtualMemory {
   std::vector<size_t> free_slots_;  // A min-heap.
   absl::flat_hash_map<uintptr_t, size_t> slot_of_;  // Mapped chunk address -> slot.
   absl::flat_hash_map<uintptr_t, size_t> reservations_;  // Base -> bytes.
+  PieceMap pieces_;
 };
 
 }  // namespace genesis::memory

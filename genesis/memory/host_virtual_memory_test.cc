@@ -81,5 +81,38 @@ TEST(HostVirtualMemoryTest, RejectsMisuse) {
   EXPECT_TRUE(vm->Unmap(p, 2 * kChunk).ok());
 }
 
+TEST(HostVirtualMemoryTest, PiecesGoBackWhole) {
+  auto vm = MakeVm();
+  ASSERT_NE(vm, nullptr);
+  // Pieces are aligned from the reservation's base: 7 chunks there are 4 + 2 + 1.
+  auto base = vm->Reserve(16 * kChunk);
+  ASSERT_TRUE(base.ok());
+  const auto aligned = reinterpret_cast<uintptr_t>(*base);
+  char* p = reinterpret_cast<char*>(aligned);
+  ASSERT_TRUE(vm->MapPieces(p, 7 * kChunk, 4 * kChunk).ok());
+  EXPECT_EQ(vm->PieceAt(aligned + kChunk), std::make_pair(aligned, aligned + 4 * kChunk));
+  EXPECT_EQ(vm->PieceAt(aligned + 6 * kChunk + 7),
+            std::make_pair(aligned + 6 * kChunk, aligned + 7 * kChunk));
+  // Outside any piece: the chunk.
+  EXPECT_EQ(vm->PieceAt(aligned + 9 * kChunk + 1),
+            std::make_pair(aligned + 9 * kChunk, aligned + 10 * kChunk));
+  std::memset(p, 1, 7 * kChunk);
+  // Part of a piece cannot go back; nothing is unmapped then.
+  const absl::Status part = vm->Unmap(p + kChunk, kChunk);
+  EXPECT_EQ(part.code(), absl::StatusCode::kInvalidArgument) << part;
+  EXPECT_EQ(vm->Unmap(p + 4 * kChunk, kChunk).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(vm->mapped_bytes(), 7 * kChunk);
+  EXPECT_EQ(p[kChunk], 1);
+  ASSERT_TRUE(vm->Unmap(p + 4 * kChunk, 3 * kChunk).ok());
+  EXPECT_EQ(vm->mapped_bytes(), 4 * kChunk);
+  EXPECT_EQ(p[3 * kChunk], 1);
+  EXPECT_FALSE(vm->MapPieces(p + 4 * kChunk, kChunk, 3 * kChunk).ok());  // Not a power of 2.
+  EXPECT_FALSE(vm->MapPieces(p + 4 * kChunk, kChunk, kChunk / 2).ok());  // Below a chunk.
+  ASSERT_TRUE(vm->MapPieces(p + 4 * kChunk, 3 * kChunk, 4 * kChunk).ok());
+  EXPECT_EQ(vm->mapped_bytes(), 7 * kChunk);
+  vm->Unreserve(*base, 16 * kChunk);
+  EXPECT_EQ(vm->mapped_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace genesis::memory

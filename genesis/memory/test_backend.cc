@@ -78,13 +78,13 @@ class TestBackend::CountingVirtualMemory : public VirtualMemory {
     --state_->live_reservations_;
   }
 
-  absl::Status Map(void* ptr, size_t bytes) override {
+  absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece) override {
     State& s = *state_;
     {
       std::lock_guard<std::mutex> lock(s.mu_);
       if (absl::Status st = s.TakeLocked(bytes, "Map"); !st.ok()) return st;
     }
-    absl::Status status = vm_->Map(ptr, bytes);
+    absl::Status status = vm_->MapPieces(ptr, bytes, max_piece);
     std::lock_guard<std::mutex> lock(s.mu_);
     if (!status.ok()) {
       s.live_bytes_ -= bytes;
@@ -94,6 +94,10 @@ class TestBackend::CountingVirtualMemory : public VirtualMemory {
     ++s.map_calls_;
     s.mapped_bytes_ += bytes;
     return status;
+  }
+
+  std::pair<uintptr_t, uintptr_t> PieceAt(uintptr_t p) const override {
+    return vm_->PieceAt(p);
   }
 
   absl::Status Unmap(void* ptr, size_t bytes) override {

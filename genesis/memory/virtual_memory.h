@@ -12,12 +12,18 @@
 // cuMemSetAccess: CudaVirtualMemory); HostVirtualMemory emulates it with mmap and a
 // memfd, so the same pool logic runs, and is tested, on any Linux machine.
 //
+// Physical memory comes in pieces (mapping_pieces.h): one or more chunks that were
+// created together and can only be unmapped together. Larger pieces cost fewer driver
+// calls; the pool chooses their largest size (`expandable_piece_size`).
+//
 // A Backend that supports it returns a VirtualMemory from Backend::virtual_memory().
 // Implementations must be thread-safe.
 #ifndef GENESIS_MEMORY_VIRTUAL_MEMORY_H_
 #define GENESIS_MEMORY_VIRTUAL_MEMORY_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -42,13 +48,25 @@ class VirtualMemory {
 
   // Backs [ptr, ptr + bytes), chunk-aligned, inside a reservation and not mapped, with
   // new physical memory, readable and writable by the owning device (and, on CUDA, by
-  // peers that can reach it). On any error nothing stays mapped: ResourceExhausted when
-  // the memory is not there, another status for anything else.
-  virtual absl::Status Map(void* ptr, size_t bytes) = 0;
+  // peers that can reach it), in pieces of at most `max_piece` bytes (a power of two,
+  // at least granularity(); mapping_pieces.h says how a range is cut). Implementations
+  // may back it in smaller pieces; the chunk is the smallest. On any error nothing
+  // stays mapped: ResourceExhausted when the memory is not there, InvalidArgument for
+  // a bad range or piece size, another status for anything else.
+  virtual absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece) = 0;
 
-  // Unmaps [ptr, ptr + bytes), any chunk-aligned part of what Map mapped, and returns
-  // its physical memory. The caller guarantees that no work still uses it.
+  // Map in pieces of one chunk: every chunk can be unmapped on its own.
+  absl::Status Map(void* ptr, size_t bytes) { return MapPieces(ptr, bytes, granularity()); }
+
+  // Unmaps [ptr, ptr + bytes), which must be made of whole pieces that MapPieces mapped
+  // (InvalidArgument naming the piece otherwise, and nothing is unmapped), and returns
+  // their physical memory. The caller guarantees that no work still uses it.
   virtual absl::Status Unmap(void* ptr, size_t bytes) = 0;
+
+  // The bounds [first, second) of the mapped piece that contains `p`, so that a caller
+  // can narrow a range it wants to unmap to whole pieces. For an address in no piece,
+  // the chunk that contains it.
+  virtual std::pair<uintptr_t, uintptr_t> PieceAt(uintptr_t p) const = 0;
 };
 
 }  // namespace genesis::memory

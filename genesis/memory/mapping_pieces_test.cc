@@ -1,0 +1,118 @@
+#include "genesis/memory/mapping_pieces.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace genesis::memory {
+namespace {
+
+constexpr size_t kChunk = size_t{2} << 20;
+constexpr uintptr_t kBase = uintptr_t{1} << 40;  // Aligned to any piece size here.
+
+std::vector<size_t> Sizes(const std::vector<Piece>& pieces) {
+  std::vector<size_t> sizes;
+  for (const Piece& p : pieces) sizes.push_back(p.size / kChunk);
+  return sizes;
+}
+
+TEST(SplitIntoPiecesTest, AlignedRangesTakeTheLargestPieces) {
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 32 * kChunk, kChunk, 16 * kChunk)),
+            (std::vector<size_t>{16, 16}));
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 7 * kChunk, kChunk, 16 * kChunk)),
+            (std::vector<size_t>{4, 2, 1}));
+}
+
+TEST(SplitIntoPiecesTest, PiecesAreAlignedToTheirSize) {
+  // From chunk 3 to chunk 20: 1 (at 3), 4 (at 4), 8 (at 8), 4 (at 16), 1 (at 20)?
+  // At 16 the largest aligned piece that fits in 5 chunks is 4, then 1 at 20.
+  const std::vector<Piece> pieces =
+      SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk, kChunk, 16 * kChunk);
+  EXPECT_EQ(Sizes(pieces), (std::vector<size_t>{1, 4, 8, 4, 1}));
+  uintptr_t p = kBase + 3 * kChunk;
+  for (const Piece& piece : pieces) {
+    EXPECT_EQ(piece.start, p);
+    EXPECT_EQ((piece.start - kBase) % piece.size, 0u) << piece.size;
+    p += piece.size;
+  }
+  EXPECT_EQ(p, kBase + 21 * kChunk);
+}
+
+TEST(SplitIntoPiecesTest, AlignmentCountsFromTheOrigin) {
+  // The same offsets from another origin give the same pieces.
+  const uintptr_t origin = kBase + 5 * kChunk;
+  EXPECT_EQ(Sizes(SplitIntoPieces(origin, origin + 3 * kChunk, 18 * kChunk, kChunk,
+                                  16 * kChunk)),
+            (std::vector<size_t>{1, 4, 8, 4, 1}));
+}
+
+TEST(SplitIntoPiecesTest, ChunkPiecesWhenTheMaximumIsAChunk) {
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 3 * kChunk, kChunk, kChunk)),
+            (std::vector<size_t>{1, 1, 1}));
+}
+
+TEST(CheckMaxPieceTest, NamesABadSize) {
+  EXPECT_TRUE(CheckMaxPiece(kChunk, kChunk, "Map").ok());
+  EXPECT_TRUE(CheckMaxPiece(64 * kChunk, kChunk, "Map").ok());
+  const absl::Status small = CheckMaxPiece(kChunk / 2, kChunk, "Map");
+  EXPECT_EQ(small.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(small.message().find("1048576"), std::string::npos) << small;
+  EXPECT_FALSE(CheckMaxPiece(3 * kChunk, kChunk, "Map").ok());
+}
+
+class PieceMapTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Chunks 0..7 as 4 + 2 + 1 + 1; nothing at 8; chunk 9 alone.
+    map_.Insert(Piece{kBase, 4 * kChunk, 1});
+    map_.Insert(Piece{kBase + 4 * kChunk, 2 * kChunk, 2});
+    map_.Insert(Piece{kBase + 6 * kChunk, kChunk, 3});
+    map_.Insert(Piece{kBase + 7 * kChunk, kChunk, 4});
+    map_.Insert(Piece{kBase + 9 * kChunk, kChunk, 7});
+  }
+  PieceMap map_;
+};
+
+TEST_F(PieceMapTest, FindsThePieceOfAnAddress) {
+  ASSERT_TRUE(map_.Containing(kBase + 3 * kChunk + 5).has_value());
+  EXPECT_EQ(map_.Containing(kBase + 3 * kChunk + 5)->start, kBase);
+  EXPECT_EQ(map_.Containing(kBase + 5 * kChunk)->size, 2 * kChunk);
+  EXPECT_EQ(map_.Containing(kBase + 9 * kChunk)->handle, 7u);
+  EXPECT_FALSE(map_.Containing(kBase + 8 * kChunk).has_value());
+  EXPECT_FALSE(map_.Containing(kBase - 1).has_value());
+  EXPECT_EQ(map_.mapped_bytes(), 9 * kChunk);
+}
+
+TEST_F(PieceMapTest, OverlapsSeesPiecesThatStartBefore) {
+  EXPECT_TRUE(map_.Overlaps(kBase + 2 * kChunk, kChunk));
+  EXPECT_FALSE(map_.Overlaps(kBase + 8 * kChunk, kChunk));
+  EXPECT_TRUE(map_.Overlaps(kBase + 8 * kChunk, 2 * kChunk));
+}
+
+TEST_F(PieceMapTest, TilingTakesWholePiecesOnly) {
+  absl::StatusOr<std::vector<Piece>> tiling = map_.Tiling(kBase + 4 * kChunk, 4 * kChunk, "Unmap");
+  ASSERT_TRUE(tiling.ok()) << tiling.status();
+  EXPECT_EQ(Sizes(*tiling), (std::vector<size_t>{2, 1, 1}));
+
+  const absl::Status inside = map_.Tiling(kBase + kChunk, kChunk, "Unmap").status();
+  EXPECT_EQ(inside.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(inside.message().find("starts inside the mapped piece"), std::string::npos)
+      << inside;
+  const absl::Status sticks = map_.Tiling(kBase + 4 * kChunk, kChunk, "Unmap").status();
+  EXPECT_NE(sticks.message().find("sticks out"), std::string::npos) << sticks;
+  const absl::Status gap = map_.Tiling(kBase + 7 * kChunk, 3 * kChunk, "Unmap").status();
+  EXPECT_NE(gap.message().find("is not mapped"), std::string::npos) << gap;
+}
+
+TEST_F(PieceMapTest, EraseForgetsPieces) {
+  ASSERT_TRUE(map_.Erase(kBase + 4 * kChunk).has_value());
+  EXPECT_FALSE(map_.Erase(kBase + 4 * kChunk).has_value());
+  EXPECT_FALSE(map_.Containing(kBase + 5 * kChunk).has_value());
+  EXPECT_EQ(map_.EraseWithin(kBase, 8 * kChunk).size(), 3u);  // 4, 1, 1; not chunk 9.
+  EXPECT_EQ(map_.size(), 1u);
+  EXPECT_EQ(map_.mapped_bytes(), kChunk);
+}
+
+}  // namespace
+}  // namespace genesis::memory

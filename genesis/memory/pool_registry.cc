@@ -1,10 +1,14 @@
 #include "genesis/memory/pool_registry.h"
 
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "genesis/core/byte_size.h"
 #include "genesis/core/status.h"
 #include "genesis/cuda/device_query.h"
 #include "genesis/memory/host_backend.h"
@@ -35,7 +39,11 @@ absl::StatusOr<AllocConfig> ConfigLocked(Registry& r) {
   return *r.config;
 }
 
-// Creates the pool in `slot` on first use with `make(config)`.
+void ReleaseAtExit() { ReleaseCachedMemory().IgnoreError(); }
+
+// Creates the pool in `slot` on first use with `make(config)`. The first pool registers
+// the exit handler: after `make`, which started CUDA for a device or pinned pool, so
+// the handler runs before CUDA's own (handlers run in reverse order).
 template <typename Make>
 absl::StatusOr<CachingAllocator*> GetOrCreate(Registry& r, std::unique_ptr<CachingAllocator>& slot,
                                               Make make) {
@@ -43,6 +51,8 @@ absl::StatusOr<CachingAllocator*> GetOrCreate(Registry& r, std::unique_ptr<Cachi
     GENESIS_ASSIGN_OR_RETURN(AllocConfig config, ConfigLocked(r));
     GENESIS_ASSIGN_OR_RETURN(slot, make(config));
     r.any_pool = true;
+    static const bool registered = std::atexit(ReleaseAtExit) == 0;
+    (void)registered;
   }
   return slot.get();
 }
@@ -89,6 +99,34 @@ bool IsPinned(const void* ptr) {
     if (r.pinned != nullptr && r.pinned->Owns(ptr)) return true;
   }
   return internal::CudaReportsPinned(ptr);
+}
+
+absl::Status ReleaseCachedMemory() {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::pair<std::string, CachingAllocator*>> pools;
+  if (r.host != nullptr) pools.emplace_back("host", r.host.get());
+  if (r.pinned != nullptr) pools.emplace_back("pinned host", r.pinned.get());
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    if (r.devices[i] != nullptr) pools.emplace_back(absl::StrCat("cuda:", i), r.devices[i].get());
+  }
+  absl::Status first;
+  std::vector<std::string> live;
+  for (const auto& [name, pool] : pools) {
+    absl::Status s = pool->Compact();
+    if (!s.ok() && first.ok()) first = Annotate(s, absl::StrCat("releasing the ", name, " pool"));
+    const int64_t allocated = pool->Stats().all.allocated_bytes.current;
+    if (allocated > 0) {
+      live.push_back(absl::StrCat(name, ": ", FormatByteSize(allocated), " in live blocks"));
+    }
+  }
+  if (!first.ok()) return first;
+  if (!live.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "ReleaseCachedMemory: cached memory released; still allocated: ",
+        absl::StrJoin(live, "; ")));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SetDefaultAllocConfig(const AllocConfig& config) {

@@ -7,6 +7,11 @@
 // Pools take their settings from GENESIS_ALLOC_CONF (alloc_config.h), or from
 // SetDefaultAllocConfig when that is called before the first pool is made. All functions
 // are thread-safe; returned pools are never destroyed, so pointers to them stay valid.
+//
+// Cached memory goes back to the devices and the system when the process exits (a
+// handler registered when the first pool is made, after CUDA has started, so it runs
+// before CUDA shuts down), or earlier through ReleaseCachedMemory: so that tools such as
+// compute-sanitizer's leak check see only what a program still holds.
 #ifndef GENESIS_MEMORY_POOL_REGISTRY_H_
 #define GENESIS_MEMORY_POOL_REGISTRY_H_
 
@@ -42,6 +47,13 @@ bool IsPinned(const void* ptr);
 // that compare configurations, such as trace replay. Errors as for PoolFor.
 absl::StatusOr<std::unique_ptr<CachingAllocator>> CreatePool(const Device& device,
                                                             const AllocConfig& config);
+
+// Gives every cached block of every pool in the registry back (each pool's Compact:
+// thread caches flushed, pending stream events waited for, free segments freed and
+// expandable memory unmapped). Live blocks stay; FailedPrecondition then names each
+// pool that still holds some and how many bytes (the memory is still released where it
+// can be). The first error of a pool otherwise.
+absl::Status ReleaseCachedMemory();
 
 // Settings for pools not yet created, instead of GENESIS_ALLOC_CONF. FailedPrecondition
 // if a pool already exists (its settings cannot change under live blocks).

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -84,15 +85,34 @@ absl::Status CudaStagingEngine::Wait(int slot) {
   return absl::OkStatus();
 }
 
+namespace {
+
+struct SharedPipelines {
+  std::mutex mu;
+  std::map<int, absl::StatusOr<std::unique_ptr<StagingPipeline>>> by_device;
+};
+
+// Never destroyed itself (a call from another static destructor must still find it);
+// the pipelines go at exit, through ReleaseSharedPipelines.
+SharedPipelines& Shared() {
+  static auto* const shared = new SharedPipelines;
+  return *shared;
+}
+
+void ReleaseSharedPipelines() {
+  SharedPipelines& shared = Shared();
+  std::lock_guard<std::mutex> lock(shared.mu);
+  shared.by_device.clear();  // Each pipeline waits for its copies and frees its buffers.
+}
+
+}  // namespace
+
 absl::StatusOr<StagingPipeline*> SharedStagingPipeline(int device) {
   GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceIndex(device));
-  static std::mutex mu;
-  // Never destroyed: a pipeline outliving the CUDA runtime at exit would fail to free.
-  static auto* const pipelines =
-      new std::map<int, absl::StatusOr<std::unique_ptr<StagingPipeline>>>;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = pipelines->find(device);
-  if (it == pipelines->end()) {
+  SharedPipelines& shared = Shared();
+  std::lock_guard<std::mutex> lock(shared.mu);
+  auto it = shared.by_device.find(device);
+  if (it == shared.by_device.end()) {
     const StagingPipeline::Options options;
     absl::StatusOr<std::unique_ptr<StagingPipeline>> pipeline =
         [&]() -> absl::StatusOr<std::unique_ptr<StagingPipeline>> {
@@ -100,7 +120,11 @@ absl::StatusOr<StagingPipeline*> SharedStagingPipeline(int device) {
                                CudaStagingEngine::Create(device, options.num_buffers));
       return StagingPipeline::Create(std::move(engine), options);
     }();
-    it = pipelines->emplace(device, std::move(pipeline)).first;
+    it = shared.by_device.emplace(device, std::move(pipeline)).first;
+    // Registered after CUDA started (creating the engine did), so that the handler runs
+    // before CUDA's own and can still free pinned memory.
+    static const bool registered = std::atexit(ReleaseSharedPipelines) == 0;
+    (void)registered;
   }
   if (!it->second.ok()) return it->second.status();
   return it->second->get();

@@ -54,9 +54,11 @@ class CudaStagingEngine : public StagingEngine {
 
 // The process's staging pipeline for pageable copies to and from CUDA device `device`
 // (StagingPipeline's default options over a CudaStagingEngine), created at the first
-// call for the device and never destroyed: CopyBytes and the batch copier share it, and
-// its calls take turns. The first call's error is returned by every later one;
-// OutOfRange for a device that does not exist.
+// call for the device: CopyBytes and the batch copier share it, and its calls take
+// turns. The pipelines free their pinned buffers when the process exits (a handler
+// that runs before CUDA shuts down; a call after it makes a new pipeline). The first
+// call's error is returned by every later one; OutOfRange for a device that does not
+// exist.
 absl::StatusOr<StagingPipeline*> SharedStagingPipeline(int device);
 
 }  // namespace genesis::transfer

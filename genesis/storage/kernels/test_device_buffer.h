@@ -22,7 +22,7 @@ namespace genesis::storage::kernels {
 
 class DeviceBuffer {
  public:
-  // `bytes` bytes (contents undefined) on the current device; a CUDA error,
+  // `bytes` zeroed bytes on the current device; a CUDA error,
   // or FailedPrecondition in the CPU-only build.
   static absl::StatusOr<DeviceBuffer> Create(size_t bytes);
 

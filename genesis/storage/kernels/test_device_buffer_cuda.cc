@@ -20,7 +20,12 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Create(size_t bytes) {
   void* data = nullptr;
   GENESIS_RETURN_IF_ERROR(cuda::CudaStatus(
       cudaMalloc(&data, bytes), absl::StrCat("cudaMalloc(", bytes, " bytes)")));
-  return DeviceBuffer(static_cast<char*>(data), bytes);
+  DeviceBuffer buffer(static_cast<char*>(data), bytes);
+  // Zeroed, so that a test reading back bytes no kernel wrote reads defined memory
+  // (compute-sanitizer's initcheck).
+  GENESIS_RETURN_IF_ERROR(
+      cuda::CudaStatus(cudaMemset(data, 0, bytes), absl::StrCat("cudaMemset(", bytes, " bytes)")));
+  return buffer;
 }
 
 DeviceBuffer::~DeviceBuffer() {

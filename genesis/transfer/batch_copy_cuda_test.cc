@@ -287,6 +287,101 @@ TEST_F(BatchCopyCudaTest, TheFusedKernelWithEqualSizes) {
   }
 }
 
+// Copies `requests` (all within cuda:0, sources in `src` of `src_bytes`) and checks that
+// each destination holds its source's bytes.
+void CopyAndCheck(BatchCopier& copier, const std::vector<CopyRequest>& requests,
+                  const char* src_base, const std::vector<char>& src_bytes) {
+  auto plan = copier.Plan(requests);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(Mechanisms(*plan), std::set<Mechanism>{Mechanism::kFusedKernel});
+  ASSERT_TRUE(copier.Copy(requests).ok());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const CopyRequest& r = requests[i];
+    const size_t offset = static_cast<const char*>(r.src) - src_base;
+    const std::vector<char> want(src_bytes.begin() + offset,
+                                 src_bytes.begin() + offset + r.bytes);
+    ASSERT_EQ(Read(r.dst, Device::Cuda(0), r.bytes), want) << "request " << i;
+  }
+}
+
+// Each way a launch stores its copies (kernels/fused_copy.h): sources scattered (32-bit
+// words above their alignment), in reverse (negative steps), all from one source (a step
+// of 0), and over more than 4 GiB at odd addresses (64-bit words).
+TEST_F(BatchCopyCudaTest, TheFusedKernelWithEveryEncoding) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  constexpr size_t kArena = size_t{16} << 20;
+  const Device gpu = Device::Cuda(0);
+  Memory src = Memory::Device(0, kArena), dst = Memory::Device(0, kArena);
+  const std::vector<char> bytes = Pattern(kArena, 13);
+  Write(src.get(), gpu, bytes);
+  const Arena arena{src.get(), gpu, false, dst.get(), gpu, false, kArena};
+  std::mt19937 rng(17);
+  const Laid laid = Lay(arena, std::vector<size_t>(1500, 4096));
+
+  std::vector<CopyRequest> scattered = laid.requests;
+  std::vector<const void*> sources;
+  for (const CopyRequest& r : scattered) sources.push_back(r.src);
+  std::shuffle(sources.begin(), sources.end(), rng);
+  for (size_t i = 0; i < scattered.size(); ++i) scattered[i].src = sources[i];
+  {
+    SCOPED_TRACE("scattered sources");
+    ASSERT_CUDA(cudaMemset(dst.get(), 0, kArena));
+    CopyAndCheck(*copier_, scattered, src.get(), bytes);
+  }
+  {
+    SCOPED_TRACE("reversed, mixed sizes");
+    const Laid mixed = Lay(arena, MixedSizes(300, 70000, 19));
+    std::vector<CopyRequest> reversed(mixed.requests.rbegin(), mixed.requests.rend());
+    ASSERT_CUDA(cudaMemset(dst.get(), 0, kArena));
+    CopyAndCheck(*copier_, reversed, src.get(), bytes);
+  }
+  {
+    SCOPED_TRACE("one source");
+    std::vector<CopyRequest> one_source = laid.requests;
+    for (CopyRequest& r : one_source) r.src = laid.requests[7].src;
+    ASSERT_CUDA(cudaMemset(dst.get(), 0, kArena));
+    CopyAndCheck(*copier_, one_source, src.get(), bytes);
+  }
+
+  // Sources at odd addresses more than 4 GiB apart: 64-bit words.
+  constexpr size_t kWide = (size_t{5} << 30) + 4096;
+  void* wide = nullptr;
+  if (cudaMalloc(&wide, kWide) != cudaSuccess) {
+    cudaGetLastError();
+    GTEST_SKIP() << "no 5 GiB for sources more than 4 GiB apart";
+  }
+  std::vector<CopyRequest> far = scattered;
+  std::vector<char> far_bytes(kArena, 0);  // What each source holds, by its request.
+  for (size_t i = 0; i < far.size(); ++i) {
+    const size_t offset = (i % 2 == 0 ? 1 : (size_t{5} << 30) - 3 * 4096) + 8 * i;
+    far[i].src = static_cast<char*>(wide) + offset;
+    const std::vector<char> piece = Pattern(far[i].bytes, 100 + static_cast<uint32_t>(i));
+    ASSERT_CUDA(cudaMemcpy(static_cast<char*>(wide) + offset, piece.data(), piece.size(),
+                           cudaMemcpyHostToDevice));
+    std::copy(piece.begin(), piece.end(),
+              far_bytes.begin() + (static_cast<char*>(far[i].dst) - dst.get()));
+  }
+  // Later pieces overlap earlier ones' sources (8 bytes apart): check what each source
+  // holds once all are written.
+  for (size_t i = 0; i < far.size(); ++i) {
+    const std::vector<char> piece = Read(far[i].src, gpu, far[i].bytes);
+    std::copy(piece.begin(), piece.end(),
+              far_bytes.begin() + (static_cast<char*>(far[i].dst) - dst.get()));
+  }
+  ASSERT_CUDA(cudaMemset(dst.get(), 0, kArena));
+  auto plan = copier_->Plan(far);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(Mechanisms(*plan), std::set<Mechanism>{Mechanism::kFusedKernel});
+  ASSERT_TRUE(copier_->Copy(far).ok());
+  const std::vector<char> got = Read(dst.get(), gpu, laid.used);
+  for (size_t i = 0; i < far.size(); ++i) {
+    const size_t offset = static_cast<char*>(far[i].dst) - dst.get();
+    ASSERT_EQ(0, std::memcmp(got.data() + offset, far_bytes.data() + offset, far[i].bytes))
+        << "request " << i;
+  }
+  ASSERT_CUDA(cudaFree(wide));
+}
+
 TEST_F(BatchCopyCudaTest, CopyAsyncIsOrderedOnTheCallersStream) {
   GENESIS_SKIP_WITHOUT_GPU();
   constexpr size_t kBytes = size_t{4} << 20;

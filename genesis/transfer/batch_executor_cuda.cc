@@ -90,7 +90,7 @@ class CudaExecutor : public BatchExecutor {
   absl::StatusOr<StagedPair*> StagedPairFor(int src, int dst);
 
   absl::Status RunGroup(const CopyGroup& group, absl::Span<const CopyRequest> requests,
-                        const std::vector<cudaStream_t>& lanes,
+                        absl::Span<const cudaStream_t> lanes,
                         const std::vector<StreamAssignment>& assignments, bool capturing);
   absl::Status RunStagedPeer(const CopyGroup& group, absl::Span<const CopyRequest> requests,
                              cudaStream_t src_lane, cudaStream_t dst_lane);
@@ -285,7 +285,7 @@ absl::Status CudaExecutor::Run(const BatchPlan& plan, absl::Span<const CopyReque
                (g.mechanism == Mechanism::kBatchMemcpy && stream == nullptr);
       });
   if (direct) {
-    const std::vector<cudaStream_t> lanes = {stream};
+    const cudaStream_t lanes[] = {stream};
     absl::Status first_error;
     for (const CopyGroup& group : plan.groups) {
       if (group.mechanism == Mechanism::kHostMemcpy || !first_error.ok()) continue;
@@ -390,7 +390,7 @@ absl::Status CudaExecutor::Run(const BatchPlan& plan, absl::Span<const CopyReque
 
 absl::Status CudaExecutor::RunGroup(const CopyGroup& group,
                                     absl::Span<const CopyRequest> requests,
-                                    const std::vector<cudaStream_t>& lanes,
+                                    absl::Span<const cudaStream_t> lanes,
                                     const std::vector<StreamAssignment>& assignments,
                                     bool capturing) {
   const cudaStream_t lane = lanes[group.stream];
@@ -419,20 +419,12 @@ absl::Status CudaExecutor::RunGroup(const CopyGroup& group,
   switch (mechanism) {
     case Mechanism::kFusedKernel:
     case Mechanism::kPeerFusedKernel: {
-      // One launch's worth at a time, in a buffer the thread's later calls reuse (no
-      // allocation per call).
-      thread_local std::vector<kernels::FusedCopyItem> items;
-      const size_t n = group.requests.size();
-      for (size_t first = 0; first < n; first += kernels::kFusedCopiesPerLaunch) {
-        const size_t last = std::min(n, first + kernels::kFusedCopiesPerLaunch);
-        items.clear();
-        for (size_t k = first; k < last; ++k) {
-          const CopyRequest& r = requests[group.requests[k]];
-          items.push_back({r.src, r.dst, r.bytes});
-        }
-        GENESIS_RETURN_IF_ERROR(kernels::LaunchFusedCopy(items, lane));
-      }
-      return absl::OkStatus();
+      // Encoded straight from the requests into a parameter buffer the thread's later
+      // calls reuse (no allocation per call), one launch per 1,024 copies.
+      const size_t* indices = group.requests.data();
+      return kernels::LaunchFusedCopy(
+          group.requests.size(),
+          [&](size_t k) -> const CopyRequest& { return requests[indices[k]]; }, lane);
     }
     case Mechanism::kBatchMemcpy: {
       const size_t n = group.requests.size();

@@ -1,12 +1,16 @@
 // Batches of copies: the batch copier (genesis/transfer/batch_copy.h) against what CUDA
 // offers for the same batch, in one binary: a loop of cudaMemcpyAsync (or
-// cudaMemcpyPeerAsync), one cudaMemcpyBatchAsync, and for single large copies
-// cudaMemcpyAsync and genesis::transfer::CopyBytesAsync. The batches: 1,024 copies of
-// 16 KiB and of 256 KiB within cuda:0; 1,024 copies of mixed sizes (256 B to 4 MiB,
-// log-uniform) within cuda:0, beside one copy of their total size; 1,024 copies of
-// 16 KiB from pinned host memory; 256 MiB between pinned host memory and cuda:0, one
-// direction and both at once; 256 MiB between pageable host memory and cuda:0; and,
-// with two GPUs, cuda:0 to cuda:1 (peer access, and the staged fallback without it).
+// cudaMemcpyPeerAsync), one cudaMemcpyBatchAsync, a plain fused copy kernel whose
+// descriptors sit in device memory already (fused_copy_baselines.h), and for single
+// large copies cudaMemcpyAsync and genesis::transfer::CopyBytesAsync. The batches: 1,024
+// copies of 16 KiB and of 256 KiB within cuda:0 (16 KiB also with the sources in a
+// shuffled order, _Scattered); 1,024 copies of mixed sizes (256 B to 4 MiB, log-uniform)
+// within cuda:0, beside one copy of their total size; 1,024 copies of 16 KiB from pinned
+// host memory; 256 MiB between pinned host memory and cuda:0, one direction and both at
+// once; 256 MiB between pageable host memory and cuda:0; and, with two GPUs, cuda:0 to
+// cuda:1 (peer access, and the staged fallback without it). BM_D2D_1024x16KiB_PlanOnly
+// times planning alone on this machine's host; BM_Launch_EmptyKernel_* what a launch
+// costs by the size of its parameters.
 //
 //   gpu_bundle/benchmarks/benchmarks_transfer_batch_copy_cuda_benchmark
 //       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -16,12 +20,18 @@
 // Timing (manual time, the same for every row so that ratios are fair): each iteration
 // records an event on a non-blocking stream `s` of cuda:0, queues the operation kRuns
 // times back to back on `s`, records a second event, waits for it, and reports the
-// elapsed time (the time column is per kRuns operations). The batch copier queues
-// with CopyAsync, or with Execute of a plan made once outside the loop (rows without
-// _WithPlanning). Every
-// operation runs once before the timed loop. Pageable rows are synchronous and timed
-// with std::chrono, one operation per iteration. bytes_per_second counts the bytes one
-// operation moves once (not read plus write); for both directions at once, both.
+// elapsed time (the time column is per kRuns operations): where the host takes longer
+// to queue an operation than the device to run it, this is the host's rate, as a loop
+// that does nothing else sees it. The same iteration then queues kRuns more behind a
+// kernel that holds `s` until all are queued: the counters device_us (device time per
+// operation, by events) and host_us (host time to queue one) separate the two, and
+// device_GBps is the bytes of one operation per device_us. The batch copier queues with
+// CopyAsync (rows _WithPlanning: planning at every call, as a training loop does), or
+// with Execute of a plan made once outside the loop. Every operation runs once before
+// the timed loop. Pageable rows are synchronous and timed with std::chrono, one
+// operation per iteration. bytes_per_second counts the bytes one operation moves once
+// (not read plus write); for both directions at once, both. Google Benchmark prints
+// binary units (T/s is TiB/s); device_GBps is decimal.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -40,6 +50,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
+#include "benchmarks/transfer/fused_copy_baselines.h"
 #include "genesis/core/device.h"
 #include "genesis/transfer/batch_copy.h"
 #include "genesis/transfer/batch_plan.h"
@@ -58,6 +69,7 @@ constexpr size_t kMixedMax = size_t{4} << 20;
 // The batches. Each is a vector of requests, built once.
 enum class Batch {
   kD2D16KiB,         // 1,024 x 16 KiB within cuda:0.
+  kD2D16KiBScattered,  // The same, sources in a shuffled order.
   kD2D256KiB,        // 1,024 x 256 KiB within cuda:0.
   kD2DMixed,         // 1,024 of 256 B .. 4 MiB within cuda:0.
   kH2DPinned16KiB,   // 1,024 x 16 KiB, pinned host to cuda:0.
@@ -159,6 +171,10 @@ struct Buffers {
   cudaEvent_t stop = nullptr;
   cudaEvent_t fork = nullptr;  // Untimed: ordering between the two streams.
   cudaEvent_t join = nullptr;
+  cudaEvent_t held_start = nullptr;  // Device time behind a hold kernel.
+  cudaEvent_t held_stop = nullptr;
+  int* hold_flag = nullptr;           // Pinned: the hold kernel waits for it.
+  bench::PlainCopy* device_descriptors[static_cast<int>(Batch::kNumBatches)] = {};
   void* device_src = nullptr;  // kLarge each, on cuda:0.
   void* device_dst = nullptr;
   void* mixed_src = nullptr;  // LayoutBytes(mixed_sizes) each, on cuda:0.
@@ -182,6 +198,12 @@ struct Buffers {
     Check(cudaEventCreate(&stop), "cudaEventCreate");
     Check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "cudaEventCreate");
     Check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate");
+    Check(cudaEventCreate(&held_start), "cudaEventCreate");
+    Check(cudaEventCreate(&held_stop), "cudaEventCreate");
+    Check(cudaHostAlloc(reinterpret_cast<void**>(&hold_flag), sizeof(int),
+                        cudaHostAllocDefault),
+          "cudaHostAlloc");
+    *hold_flag = 0;
     const size_t mixed_span = LayoutBytes(mixed_sizes);
     Check(cudaMalloc(&device_src, kLarge), "cudaMalloc");
     Check(cudaMalloc(&device_dst, kLarge), "cudaMalloc");
@@ -208,6 +230,7 @@ struct Buffers {
     const Side pinned_b_side{pinned_b, Device::Cpu(), /*pinned=*/true};
     Set(Batch::kD2D16KiB,
         MakeBatch(device_src_side, device_dst_side, Sizes(kCount, size_t{16} << 10)));
+    Set(Batch::kD2D16KiBScattered, ShuffleSources(Requests(Batch::kD2D16KiB)));
     Set(Batch::kD2D256KiB,
         MakeBatch(device_src_side, device_dst_side, Sizes(kCount, size_t{256} << 10)));
     Set(Batch::kD2DMixed, MakeBatch({mixed_src, Device::Cuda(0)},
@@ -231,6 +254,26 @@ struct Buffers {
     return batches[static_cast<int>(batch)];
   }
 
+  // The batch's copies as descriptors in device memory (for the plain fused kernel),
+  // uploaded at the first call.
+  const bench::PlainCopy* DeviceDescriptors(Batch batch) {
+    bench::PlainCopy*& d = device_descriptors[static_cast<int>(batch)];
+    if (d != nullptr) return d;
+    const std::vector<bench::PlainCopy> copies = PlainCopies(batch);
+    Check(cudaMalloc(reinterpret_cast<void**>(&d), sizeof(bench::PlainCopy) * copies.size()),
+          "cudaMalloc");
+    Check(cudaMemcpy(d, copies.data(), sizeof(bench::PlainCopy) * copies.size(),
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+    return d;
+  }
+
+  std::vector<bench::PlainCopy> PlainCopies(Batch batch) const {
+    std::vector<bench::PlainCopy> copies;
+    for (const CopyRequest& r : Requests(batch)) copies.push_back({r.src, r.dst, r.bytes});
+    return copies;
+  }
+
   // The copier of `kind`, made on first use.
   absl::StatusOr<BatchCopier*> Copier(CopierKind kind) {
     std::unique_ptr<BatchCopier>& copier = copiers[static_cast<int>(kind)];
@@ -248,6 +291,17 @@ struct Buffers {
  private:
   static std::vector<size_t> Sizes(size_t count, size_t bytes) {
     return std::vector<size_t>(count, bytes);
+  }
+
+  // The same copies with the sources permuted (fixed seed): what a gather from tensors
+  // anywhere in memory into one buffer looks like.
+  static std::vector<CopyRequest> ShuffleSources(std::vector<CopyRequest> requests) {
+    std::vector<const void*> sources;
+    for (const CopyRequest& r : requests) sources.push_back(r.src);
+    std::mt19937 rng(3);
+    std::shuffle(sources.begin(), sources.end(), rng);
+    for (size_t i = 0; i < requests.size(); ++i) requests[i].src = sources[i];
+    return requests;
   }
 
   void Set(Batch batch, std::vector<CopyRequest> requests) {
@@ -275,10 +329,19 @@ Buffers& Get() {
 }
 
 // Runs `op` (which queues one operation on the stream and returns its status) once to
-// warm up, then per iteration kRuns times between two events on the stream; the
-// iteration time is the events' elapsed time for all kRuns (so that the benchmark's
-// iteration count follows the real time spent), and bytes_per_second counts kRuns
-// operations per iteration.
+// warm up, then per iteration twice kRuns times:
+//
+//  1. back to back between two events on the stream: the iteration time (so that the
+//     benchmark's iteration count follows the real time spent) is the events' elapsed
+//     time for all kRuns. Where queueing an operation takes the host longer than the
+//     device takes to run it, this is the host's rate: what a loop that does nothing
+//     else sees;
+//  2. queued behind a kernel that holds the stream until all kRuns are queued: the
+//     counter device_us is the device's time per operation (events), host_us the host's
+//     time to queue one (steady clock), with nothing of either in the other.
+//
+// bytes_per_second counts kRuns operations per iteration (of pass 1); device_GBps is
+// bytes per device_us, in decimal GB/s.
 template <typename Op>
 void TimeOnStream(benchmark::State& state, size_t bytes_per_op, Op op) {
   Buffers& b = Get();
@@ -288,6 +351,7 @@ void TimeOnStream(benchmark::State& state, size_t bytes_per_op, Op op) {
     Skip(state, status);
     return;
   }
+  double host_s = 0, device_s = 0;
   for (auto _ : state) {
     status = CudaStatus(cudaEventRecord(b.start, b.stream), "cudaEventRecord");
     for (int i = 0; i < kRuns && status.ok(); ++i) status = op();
@@ -297,13 +361,43 @@ void TimeOnStream(benchmark::State& state, size_t bytes_per_op, Op op) {
     if (status.ok()) {
       status = CudaStatus(cudaEventElapsedTime(&ms, b.start, b.stop), "cudaEventElapsedTime");
     }
+    // Pass 2, held.
+    *b.hold_flag = 0;
+    if (status.ok()) status = CudaStatus(bench::LaunchHold(b.hold_flag, 200, b.stream), "hold");
+    if (status.ok()) {
+      status = CudaStatus(cudaEventRecord(b.held_start, b.stream), "cudaEventRecord");
+    }
+    const auto begin = std::chrono::steady_clock::now();
+    for (int i = 0; i < kRuns && status.ok(); ++i) status = op();
+    const auto end = std::chrono::steady_clock::now();
+    if (status.ok()) {
+      status = CudaStatus(cudaEventRecord(b.held_stop, b.stream), "cudaEventRecord");
+    }
+    __atomic_store_n(b.hold_flag, 1, __ATOMIC_RELEASE);
+    if (status.ok()) {
+      status = CudaStatus(cudaEventSynchronize(b.held_stop), "cudaEventSynchronize");
+    }
+    float held_ms = 0;
+    if (status.ok()) {
+      status = CudaStatus(cudaEventElapsedTime(&held_ms, b.held_start, b.held_stop),
+                          "cudaEventElapsedTime");
+    }
     if (!status.ok()) {
       Skip(state, status);
       break;
     }
     state.SetIterationTime(ms / 1000.0);
+    host_s += std::chrono::duration<double>(end - begin).count();
+    device_s += held_ms / 1000.0;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kRuns * bytes_per_op));
+  const double ops = static_cast<double>(state.iterations()) * kRuns;
+  if (ops > 0) {
+    state.counters["host_us"] = host_s / ops * 1e6;
+    state.counters["device_us"] = device_s / ops * 1e6;
+    state.counters["device_GBps"] =
+        device_s > 0 ? static_cast<double>(bytes_per_op) * ops / device_s / 1e9 : 0;
+  }
 }
 
 // For synchronous operations: `op` once to warm up, then once per iteration, timed on
@@ -400,6 +494,44 @@ void BM_BatchCopier(benchmark::State& state, Batch batch, CopierKind kind,
                ? (*copier)->CopyAsync(requests, Device::Cuda(0), b.stream)
                : (*copier)->Execute(*plan, requests, Device::Cuda(0), b.stream,
                                     /*synchronize=*/false);
+  });
+}
+
+// Baseline: the plain fused copy kernel, one block of 256 threads per copy, its
+// descriptors in device memory uploaded once (no per-call preparation at all).
+void BM_PlainFusedKernel(benchmark::State& state, Batch batch) {
+  Buffers& b = Get();
+  const std::vector<CopyRequest>& requests = b.Requests(batch);
+  const bench::PlainCopy* descriptors = b.DeviceDescriptors(batch);
+  const int count = static_cast<int>(requests.size());
+  TimeOnStream(state, TotalBytes(requests), [&] {
+    return CudaStatus(bench::LaunchPlainFusedCopy(descriptors, count, b.stream),
+                      "LaunchPlainFusedCopy");
+  });
+}
+
+// What a launch costs by the size of its parameters (an empty kernel, one block).
+void BM_EmptyKernel(benchmark::State& state, int param_bytes) {
+  Buffers& b = Get();
+  TimeOnStream(state, 0, [&] {
+    return CudaStatus(bench::LaunchEmptyWithParams(param_bytes, b.stream),
+                      "LaunchEmptyWithParams");
+  });
+}
+
+// Planning alone, on this machine's host.
+void BM_PlanOnly(benchmark::State& state, Batch batch) {
+  Buffers& b = Get();
+  const std::vector<CopyRequest>& requests = b.Requests(batch);
+  absl::StatusOr<BatchCopier*> copier = b.Copier(CopierKind::kDefault);
+  if (!copier.ok()) {
+    Skip(state, copier.status());
+    return;
+  }
+  TimeOnHost(state, TotalBytes(requests), [&] {
+    absl::StatusOr<BatchPlan> plan = (*copier)->Plan(requests);
+    benchmark::DoNotOptimize(plan);
+    return plan.status();
   });
 }
 
@@ -536,6 +668,26 @@ void RegisterAll(int device_count) {
            kDefault, false);
   Register("BM_D2D_1024x16KiB_BatchCopier_WithPlanning", kUs, BM_BatchCopier,
            Batch::kD2D16KiB, kDefault, true);
+  Register("BM_D2D_1024x16KiB_PlainFusedKernel", kUs, BM_PlainFusedKernel, Batch::kD2D16KiB);
+  Register("BM_D2D_1024x16KiB_PlanOnly", kUs, BM_PlanOnly, Batch::kD2D16KiB);
+
+  // 1b. The same with the sources in a shuffled order (no stride to exploit).
+  Register("BM_D2D_1024x16KiB_Scattered_BatchCopier", kUs, BM_BatchCopier,
+           Batch::kD2D16KiBScattered, kDefault, false);
+  Register("BM_D2D_1024x16KiB_Scattered_BatchCopier_WithPlanning", kUs, BM_BatchCopier,
+           Batch::kD2D16KiBScattered, kDefault, true);
+  Register("BM_D2D_1024x16KiB_Scattered_PlainFusedKernel", kUs, BM_PlainFusedKernel,
+           Batch::kD2D16KiBScattered);
+
+  // 1c. Launches by the size of their parameters.
+  for (const auto& [name, bytes] :
+       {std::pair{"BM_Launch_EmptyKernel_64BParams", 64},
+        std::pair{"BM_Launch_EmptyKernel_4KiBParams", 4096},
+        std::pair{"BM_Launch_EmptyKernel_8KiBParams", 8192},
+        std::pair{"BM_Launch_EmptyKernel_16KiBParams", 16384},
+        std::pair{"BM_Launch_EmptyKernel_28KiBParams", 28672}}) {
+    Register(name, kUs, BM_EmptyKernel, bytes);
+  }
 
   // 2. 1,024 x 256 KiB within cuda:0.
   Register("BM_D2D_1024x256KiB_CudaMemcpyAsyncLoop", kUs, BM_CudaMemcpyAsyncLoop,

@@ -24,6 +24,12 @@
 //
 // Each batch's plan is checked once before timing (the expected groups), so that a
 // planner that stopped fusing does not look fast.
+//
+// BM_EncodeFusedGroup_*: what executing the plan of a fused batch costs the host before
+// the launch: gathering the group's requests and encoding them into the launch's
+// parameters (genesis/transfer/kernels/fused_copy.h); the words counter is the size of
+// the encoding in 32-bit words. _ScatteredSources: the sources of D2D_1024x16KiB in a
+// random order.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -36,6 +42,7 @@
 #include "benchmark/benchmark.h"
 #include "genesis/core/device.h"
 #include "genesis/transfer/batch_plan.h"
+#include "genesis/transfer/kernels/fused_copy.h"
 
 namespace genesis::transfer {
 namespace {
@@ -110,6 +117,16 @@ std::vector<CopyRequest> Shuffled(std::vector<CopyRequest> requests) {
   return requests;
 }
 
+// The same requests with their sources permuted: a gather from buffers anywhere.
+std::vector<CopyRequest> ShuffledSources(std::vector<CopyRequest> requests) {
+  std::vector<const void*> sources;
+  for (const CopyRequest& r : requests) sources.push_back(r.src);
+  std::mt19937 rng(3);
+  std::shuffle(sources.begin(), sources.end(), rng);
+  for (size_t i = 0; i < requests.size(); ++i) requests[i].src = sources[i];
+  return requests;
+}
+
 std::vector<CopyRequest> MixedBatch() {
   Memory memory;
   std::vector<CopyRequest> requests;
@@ -169,6 +186,31 @@ void BM_PlanBatch(benchmark::State& state, const std::vector<CopyRequest>& reque
                         benchmark::Counter::kInvert);
 }
 
+// The fused kernel's share of executing a plan on the host: the batch copier encodes
+// the plan's one fused group from the requests into the launch's parameters
+// (kernels/fused_copy.h). Checks that the group is one launch.
+void BM_EncodeFusedGroup(benchmark::State& state, const std::vector<CopyRequest>& requests) {
+  absl::StatusOr<BatchPlan> plan = PlanBatch(requests, TwoGpus());
+  if (!plan.ok() || plan->groups.size() != 1 ||
+      plan->groups[0].requests.size() > kernels::kFusedCopiesPerLaunch) {
+    state.SkipWithError("expected one fused group of at most one launch");
+    return;
+  }
+  const std::vector<size_t>& indices = plan->groups[0].requests;
+  kernels::FusedCopyParams& params = kernels::ThreadFusedCopyParams();
+  for (auto _ : state) {
+    const absl::Status status = kernels::EncodeFusedCopy(
+        indices.size(), [&](size_t k) -> const CopyRequest& { return requests[indices[k]]; },
+        params);
+    benchmark::DoNotOptimize(&params);
+    if (!status.ok()) {
+      state.SkipWithError(status.ToString().c_str());
+      break;
+    }
+  }
+  state.counters["words"] = params.header.num_words;
+}
+
 void RegisterAll() {
   using M = Mechanism;
   static const auto* const device = new std::vector<CopyRequest>(DeviceBatch());
@@ -189,6 +231,15 @@ void RegisterAll() {
       {M::kFusedKernel, M::kFusedKernel, M::kPeerFusedKernel, M::kPeerFusedKernel});
   add("BM_PlanBatch_H2D_Mixed1024_Sizes", sizes,
       {M::kFusedKernel, M::kCopyEngine, M::kBatchMemcpy});
+  static const auto* const scattered =
+      new std::vector<CopyRequest>(ShuffledSources(DeviceBatch()));
+  const auto encode = [](const char* name, const std::vector<CopyRequest>* requests) {
+    benchmark::RegisterBenchmark(name, [=](benchmark::State& state) {
+      BM_EncodeFusedGroup(state, *requests);
+    })->Unit(benchmark::kNanosecond);
+  };
+  encode("BM_EncodeFusedGroup_D2D_1024x16KiB", device);
+  encode("BM_EncodeFusedGroup_D2D_1024x16KiB_ScatteredSources", scattered);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ namespace genesis::memory {
 absl::StatusOr<std::unique_ptr<CudaDeviceBackend>> CudaDeviceBackend::Create(
     int device, bool virtual_memory) {
   GENESIS_RETURN_IF_ERROR(cuda::CheckDeviceIndex(device));
-  std::unique_ptr<VirtualMemory> vm;
+  std::unique_ptr<CudaVirtualMemory> vm;
   if (virtual_memory) {
     // Without virtual memory the pool uses classic segments only.
     absl::StatusOr<std::unique_ptr<CudaVirtualMemory>> created =
@@ -34,11 +34,15 @@ absl::StatusOr<std::unique_ptr<CudaDeviceBackend>> CudaDeviceBackend::Create(
   return std::unique_ptr<CudaDeviceBackend>(new CudaDeviceBackend(device, std::move(vm)));
 }
 
-CudaDeviceBackend::CudaDeviceBackend(int device, std::unique_ptr<VirtualMemory> vm)
+CudaDeviceBackend::CudaDeviceBackend(int device, std::unique_ptr<CudaVirtualMemory> vm)
     : device_(device),
       vm_(std::move(vm)),
       name_(absl::StrCat("cuda:", device, " device (cudaMalloc",
                          vm_ != nullptr ? ", cuMemMap" : "", ")")) {}
+
+CudaDeviceBackend::~CudaDeviceBackend() = default;
+
+VirtualMemory* CudaDeviceBackend::virtual_memory() { return vm_.get(); }
 
 absl::StatusOr<void*> CudaDeviceBackend::AllocateSegment(size_t bytes) {
   if (bytes == 0) {

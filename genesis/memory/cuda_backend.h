@@ -29,6 +29,8 @@
 
 namespace genesis::memory {
 
+class CudaVirtualMemory;
+
 class CudaDeviceBackend : public Backend {
  public:
   // The alignment every segment has. The CUDA documentation promises only 256 bytes
@@ -48,6 +50,7 @@ class CudaDeviceBackend : public Backend {
 
   CudaDeviceBackend(const CudaDeviceBackend&) = delete;
   CudaDeviceBackend& operator=(const CudaDeviceBackend&) = delete;
+  ~CudaDeviceBackend() override;
 
   // cudaMalloc of `bytes` (> 0) on the backend's device. ResourceExhausted when the
   // device is out of memory (the CUDA error is cleared, so later calls are unaffected);
@@ -69,13 +72,15 @@ class CudaDeviceBackend : public Backend {
   // virtual memory.
   std::string_view name() const override { return name_; }
   // The device's CudaVirtualMemory, or nullptr (see Create).
-  VirtualMemory* virtual_memory() override { return vm_.get(); }
+  VirtualMemory* virtual_memory() override;
+  // The same with its CUDA interface (pieces, listeners), for layers above the pool.
+  CudaVirtualMemory* cuda_virtual_memory() const { return vm_.get(); }
 
  private:
-  CudaDeviceBackend(int device, std::unique_ptr<VirtualMemory> vm);
+  CudaDeviceBackend(int device, std::unique_ptr<CudaVirtualMemory> vm);
 
   const int device_;
-  const std::unique_ptr<VirtualMemory> vm_;
+  const std::unique_ptr<CudaVirtualMemory> vm_;
   const std::string name_;
 };
 

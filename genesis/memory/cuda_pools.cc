@@ -1,5 +1,5 @@
 // The CUDA build's pools: cudaMalloc-backed device pools with CUDA-event stream
-// ordering, and the pinned host pool.
+// ordering, and the pinned host pool; the device pools' virtual memory.
 #include <memory>
 
 #include "genesis/core/status.h"
@@ -31,3 +31,14 @@ bool CudaReportsPinned(const void* ptr) {
 }
 
 }  // namespace genesis::memory::internal
+
+namespace genesis::memory {
+
+absl::StatusOr<CudaVirtualMemory*> DeviceVirtualMemory(int device) {
+  GENESIS_ASSIGN_OR_RETURN(CachingAllocator* pool, PoolFor(Device::Cuda(device)));
+  if (!pool->expandable_segments()) return nullptr;
+  // Device pools are made over a CudaDeviceBackend (MakeDevicePool).
+  return static_cast<const CudaDeviceBackend&>(pool->backend()).cuda_virtual_memory();
+}
+
+}  // namespace genesis::memory

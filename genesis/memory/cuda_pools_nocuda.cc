@@ -18,3 +18,13 @@ absl::StatusOr<std::unique_ptr<CachingAllocator>> MakePinnedHostPool(const Alloc
 bool CudaReportsPinned(const void*) { return false; }
 
 }  // namespace genesis::memory::internal
+
+namespace genesis::memory {
+
+absl::StatusOr<CudaVirtualMemory*> DeviceVirtualMemory(int device) {
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "no virtual memory for cuda:%d: genesis was built without CUDA (CPU-only build)",
+      device));
+}
+
+}  // namespace genesis::memory

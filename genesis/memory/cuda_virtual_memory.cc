@@ -89,14 +89,18 @@ CudaVirtualMemory::CudaVirtualMemory(int device, size_t granularity, bool export
       accessors_(std::move(accessors)) {}
 
 CudaVirtualMemory::~CudaVirtualMemory() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!pieces_.empty()) {
+  std::vector<Piece> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [start, piece] : pieces_.pieces()) all.push_back(piece);
+  }
+  if (!all.empty()) {
     cuda::internal::BestEffortDeviceSwitch on_device(device_);
     cuda::IgnoreCudaError(cudaDeviceSynchronize());
-    std::vector<Piece> all;
-    for (const auto& [start, piece] : pieces_.pieces()) all.push_back(piece);
-    ReleasePiecesLocked(all);
+    listeners_.Unmapping(all);
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!all.empty()) ReleasePiecesLocked(all);
   for (const auto& [base, bytes] : reservations_) {
     (void)Api().address_free(static_cast<CUdeviceptr>(base), bytes);
   }
@@ -145,9 +149,19 @@ absl::Status CudaVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_pi
         bytes, granularity_));
   }
   GENESIS_RETURN_IF_ERROR(CheckMaxPiece(max_piece, granularity_, "CudaVirtualMemory::Map"));
+  GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device_));
+  std::vector<Piece> mapped;
+  GENESIS_RETURN_IF_ERROR(MapAndGiveAccess(start, bytes, max_piece, mapped));
+  listeners_.Mapped(mapped);
+  return absl::OkStatus();
+}
+
+absl::Status CudaVirtualMemory::MapAndGiveAccess(uintptr_t start, size_t bytes,
+                                                 size_t max_piece,
+                                                 std::vector<Piece>& mapped) {
+  void* const ptr = reinterpret_cast<void*>(start);
   const Driver& d = Api();
   const CUmemAllocationProp prop = ChunkProperties(device_, exportable_);
-  GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device_));
   std::lock_guard<std::mutex> lock(mu_);
   if (pieces_.Overlaps(start, bytes)) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -157,7 +171,6 @@ absl::Status CudaVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_pi
   for (const auto& [base, size] : reservations_) {
     if (start >= base && start - base < size) origin = base;
   }
-  std::vector<Piece> mapped;
   absl::Status status;
   for (Piece piece : SplitIntoPieces(origin, start, bytes, granularity_, max_piece)) {
     CUmemGenericAllocationHandle handle = 0;
@@ -185,7 +198,10 @@ absl::Status CudaVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_pi
         d.set_access(static_cast<CUdeviceptr>(start), bytes, access.data(), access.size()),
         "cuMemSetAccess", device_);
   }
-  if (!status.ok()) ReleasePiecesLocked(mapped);
+  if (!status.ok()) {
+    ReleasePiecesLocked(mapped);
+    mapped.clear();
+  }
   return status;
 }
 
@@ -203,9 +219,15 @@ absl::Status CudaVirtualMemory::Unmap(void* ptr, size_t bytes) {
   }
   GENESIS_RETURN_IF_ERROR(
       cuda::CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device_));
+  listeners_.Unmapping(tiling);
   std::lock_guard<std::mutex> lock(mu_);
   ReleasePiecesLocked(tiling);
   return absl::OkStatus();
+}
+
+std::optional<Piece> CudaVirtualMemory::PieceContaining(const void* p) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pieces_.Containing(reinterpret_cast<uintptr_t>(p));
 }
 
 std::pair<uintptr_t, uintptr_t> CudaVirtualMemory::PieceAt(uintptr_t p) const {

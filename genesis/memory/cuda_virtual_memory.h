@@ -2,12 +2,18 @@
 // management (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess), the memory
 // behind expandable segments on a GPU.
 //
-// Each chunk (the device's allocation granularity, 2 MiB on current GPUs) is its own
-// physical allocation, so any chunk-aligned part of a mapping can be unmapped and its
-// memory returned. Mapped memory is readable and writable by the device and by every
-// GPU that can access it as a peer (cudaDeviceCanAccessPeer), so peer copies and kernels
-// on other GPUs work on it without further calls. The chunks are created exportable as
-// POSIX file descriptors where the device supports it (for sharing between processes).
+// Memory is mapped in pieces (mapping_pieces.h): each piece, one or more chunks (the
+// device's allocation granularity, 2 MiB on current GPUs), is one physical allocation
+// (cuMemCreate), unmapped and returned whole. Mapped memory is readable and writable by
+// the device and by every GPU that can access it as a peer (cudaDeviceCanAccessPeer), so
+// peer copies and kernels on other GPUs work on it without further calls. The pieces are
+// created exportable as POSIX file descriptors where the device supports it (for sharing
+// between processes, and for NCCL's buffer registration).
+//
+// Layers above follow the pieces through listeners (PieceListener: told after a piece is
+// mapped and before it is unmapped) and PieceContaining; the NCCL backend registers
+// whole pieces with NCCL this way, since a registered range must lie inside one
+// physical allocation.
 //
 // The driver's functions are found at run time through the CUDA runtime
 // (cudaGetDriverEntryPointByVersion), so nothing links against libcuda and a machine
@@ -20,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -49,10 +56,21 @@ class CudaVirtualMemory : public VirtualMemory {
   // the driver's error otherwise.
   absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece) override;
   // Waits for the device's work first (as cudaFree does), since unmapping memory that
-  // queued kernels still use would fault them; then one cuMemUnmap and cuMemRelease per
-  // piece.
+  // queued kernels still use would fault them; then tells the listeners, and makes one
+  // cuMemUnmap and cuMemRelease per piece.
   absl::Status Unmap(void* ptr, size_t bytes) override;
   std::pair<uintptr_t, uintptr_t> PieceAt(uintptr_t p) const override;
+
+  // Listeners hear of every piece after MapPieces has mapped it (and given access) and
+  // before Unmap, or the destructor, unmaps it, the device synchronized. Not owned;
+  // RemovePieceListener waits for a call in progress, so the listener may be destroyed
+  // once it has returned (mapping_pieces.h says what listeners must not do). Thread-safe.
+  void AddPieceListener(PieceListener* listener) { listeners_.Add(listener); }
+  void RemovePieceListener(PieceListener* listener) { listeners_.Remove(listener); }
+
+  // The mapped piece that contains `p` (its start, size and CUDA allocation handle), or
+  // nullopt for an address that no piece holds. Thread-safe.
+  std::optional<Piece> PieceContaining(const void* p) const;
 
   int device() const { return device_; }
   // The devices that get access to mapped memory: this one and its capable peers.
@@ -63,6 +81,9 @@ class CudaVirtualMemory : public VirtualMemory {
  private:
   CudaVirtualMemory(int device, size_t granularity, bool exportable,
                     std::vector<int> accessors);
+  // MapPieces' work, under mu_: the pieces it mapped go to `mapped` (none on an error).
+  absl::Status MapAndGiveAccess(uintptr_t start, size_t bytes, size_t max_piece,
+                                std::vector<Piece>& mapped);
   // Unmaps and releases `pieces` (each mapped by MapPieces and still in pieces_, which
   // forgets them). Needs mu_.
   void ReleasePiecesLocked(const std::vector<Piece>& pieces);
@@ -74,6 +95,9 @@ class CudaVirtualMemory : public VirtualMemory {
   mutable std::mutex mu_;
   PieceMap pieces_;  // Handles are CUmemGenericAllocationHandle.
   absl::flat_hash_map<uintptr_t, size_t> reservations_;    // Base -> bytes.
+  // Called without mu_ held, so that a listener may take its own locks in any order
+  // with a thread that looks pieces up.
+  PieceListeners listeners_;
 };
 
 }  // namespace genesis::memory

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -16,6 +17,7 @@
 #include "genesis/memory/allocator_suite.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/cuda_backend.h"
+#include "genesis/memory/pool_registry.h"
 
 namespace genesis::memory {
 namespace {
@@ -152,6 +154,112 @@ TEST(CudaVirtualMemoryTest, PeersReadAndWriteMappedMemory) {
   ASSERT_EQ(cudaFree(remote), cudaSuccess);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   ASSERT_TRUE(vm->Unmap(*base, 2 * chunk).ok());
+}
+
+// Records what it hears, and checks that an unmapping piece is still mapped and usable.
+class RecordingListener : public PieceListener {
+ public:
+  void OnMapped(const Piece& piece) override {
+    std::lock_guard<std::mutex> lock(mu);
+    mapped.push_back(piece);
+  }
+  void OnUnmapping(const Piece& piece) override {
+    // Still mapped: a copy from the piece works (the device is idle, so it is quick).
+    unsigned char byte = 0;
+    const bool readable =
+        cudaMemcpy(&byte, reinterpret_cast<void*>(piece.start), 1, cudaMemcpyDeviceToHost) ==
+        cudaSuccess;
+    std::lock_guard<std::mutex> lock(mu);
+    unmapping.push_back(piece);
+    all_readable = all_readable && readable;
+  }
+  std::mutex mu;
+  std::vector<Piece> mapped;
+  std::vector<Piece> unmapping;
+  bool all_readable = true;
+};
+
+TEST(CudaVirtualMemoryTest, ListenersFollowPiecesAndLookupsFindThem) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  auto vm = MakeVm(0);
+  ASSERT_NE(vm, nullptr);
+  const size_t chunk = vm->granularity();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  RecordingListener listener;
+  vm->AddPieceListener(&listener);
+  auto base = vm->Reserve(16 * chunk);
+  ASSERT_TRUE(base.ok()) << base.status();
+  char* p = static_cast<char*>(*base);
+  // 6 chunks in pieces of at most 4: 4 + 2.
+  ASSERT_TRUE(vm->MapPieces(p, 6 * chunk, 4 * chunk).ok());
+  ASSERT_EQ(listener.mapped.size(), 2u);
+  EXPECT_EQ(listener.mapped[0].start, reinterpret_cast<uintptr_t>(p));
+  EXPECT_EQ(listener.mapped[0].size, 4 * chunk);
+  EXPECT_EQ(listener.mapped[1].start, reinterpret_cast<uintptr_t>(p + 4 * chunk));
+  EXPECT_EQ(listener.mapped[1].size, 2 * chunk);
+  EXPECT_NE(listener.mapped[0].handle, 0u);
+  // Lookups: any address inside a piece finds it, handle included; others find none.
+  std::optional<Piece> found = vm->PieceContaining(p + 4 * chunk - 1);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(*found, listener.mapped[0]);
+  found = vm->PieceContaining(p + 5 * chunk);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(*found, listener.mapped[1]);
+  EXPECT_FALSE(vm->PieceContaining(p + 6 * chunk).has_value());
+  EXPECT_FALSE(vm->PieceContaining(nullptr).has_value());
+  // A failed map tells nobody.
+  EXPECT_FALSE(vm->MapPieces(p + 4 * chunk, 4 * chunk, 4 * chunk).ok());
+  EXPECT_EQ(listener.mapped.size(), 2u);
+  // Unmapping tells the listener before the memory goes, piece by piece.
+  ASSERT_TRUE(vm->Unmap(p + 4 * chunk, 2 * chunk).ok());
+  ASSERT_EQ(listener.unmapping.size(), 1u);
+  EXPECT_EQ(listener.unmapping[0], listener.mapped[1]);
+  EXPECT_TRUE(listener.all_readable);
+  EXPECT_FALSE(vm->PieceContaining(p + 5 * chunk).has_value());
+  // A removed listener hears nothing more.
+  vm->RemovePieceListener(&listener);
+  ASSERT_TRUE(vm->Unmap(p, 4 * chunk).ok());
+  EXPECT_EQ(listener.unmapping.size(), 1u);
+  // The destructor unmaps what is left, telling its listeners first.
+  RecordingListener last;
+  vm->AddPieceListener(&last);
+  ASSERT_TRUE(vm->Map(p, 2 * chunk).ok());
+  EXPECT_EQ(last.mapped.size(), 2u);  // Map: pieces of one chunk.
+  vm.reset();
+  EXPECT_EQ(last.unmapping.size(), 2u);
+  EXPECT_TRUE(last.all_readable);
+}
+
+TEST(CudaVirtualMemoryTest, TheRegistryReachesTheDevicePoolsVirtualMemory) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  absl::StatusOr<CachingAllocator*> pool = PoolFor(Device::Cuda(0));
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  absl::StatusOr<CudaVirtualMemory*> vm = DeviceVirtualMemory(0);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  if (!(*pool)->expandable_segments()) {
+    EXPECT_EQ(*vm, nullptr);
+    GTEST_SKIP() << "cuda:0's pool has no expandable segments";
+  }
+  ASSERT_NE(*vm, nullptr);
+  EXPECT_EQ((*vm)->device(), 0);
+  RecordingListener listener;
+  (*vm)->AddPieceListener(&listener);
+  (void)ReleaseCachedMemory();
+  // A large block lives in a piece of the pool's virtual memory; freed and given back,
+  // its pieces are unmapped, the listener told first.
+  absl::StatusOr<void*> p = (*pool)->Allocate(size_t{8} << 20, kNoStream);
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::optional<Piece> piece = (*vm)->PieceContaining(*p);
+  ASSERT_TRUE(piece.has_value());
+  EXPECT_FALSE(listener.mapped.empty());
+  ASSERT_TRUE((*pool)->Free(*p).ok());
+  (void)ReleaseCachedMemory();
+  (*vm)->RemovePieceListener(&listener);
+  bool heard = false;
+  for (const Piece& unmapped : listener.unmapping) heard = heard || unmapped == *piece;
+  EXPECT_TRUE(heard);
+  EXPECT_TRUE(listener.all_readable);
+  EXPECT_FALSE((*vm)->PieceContaining(*p).has_value());
 }
 
 }  // namespace

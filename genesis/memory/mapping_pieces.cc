@@ -106,4 +106,36 @@ std::vector<Piece> PieceMap::EraseWithin(uintptr_t start, size_t bytes) {
   return erased;
 }
 
+void PieceListeners::Add(PieceListener* listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::find(listeners_.begin(), listeners_.end(), listener) == listeners_.end()) {
+    listeners_.push_back(listener);
+  }
+}
+
+void PieceListeners::Remove(PieceListener* listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), listener),
+                   listeners_.end());
+}
+
+void PieceListeners::Mapped(const std::vector<Piece>& pieces) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (PieceListener* listener : listeners_) {
+    for (const Piece& piece : pieces) listener->OnMapped(piece);
+  }
+}
+
+void PieceListeners::Unmapping(const std::vector<Piece>& pieces) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (PieceListener* listener : listeners_) {
+    for (const Piece& piece : pieces) listener->OnUnmapping(piece);
+  }
+}
+
+size_t PieceListeners::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return listeners_.size();
+}
+
 }  // namespace genesis::memory

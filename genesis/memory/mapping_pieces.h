@@ -11,13 +11,16 @@
 // each aligned to its own size, so that the pieces of any two ranges line up and a free
 // range loses at most a piece at each end when it is narrowed to whole pieces. PieceMap
 // keeps the mapped pieces by address, each with the implementation's handle, and
-// answers which pieces tile a range that is to be unmapped.
+// answers which pieces tile a range that is to be unmapped. PieceListener lets a layer
+// above follow the pieces as they come and go (the NCCL backend registers whole pieces
+// with NCCL, which needs a registered range to lie inside one physical allocation).
 #ifndef GENESIS_MEMORY_MAPPING_PIECES_H_
 #define GENESIS_MEMORY_MAPPING_PIECES_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -80,6 +83,40 @@ class PieceMap {
  private:
   std::map<uintptr_t, Piece> pieces_;  // By start address.
   size_t mapped_bytes_ = 0;
+};
+
+// Hears of pieces as an implementation of VirtualMemory maps and unmaps them (where it
+// offers listeners: CudaVirtualMemory). Calls come on the thread that maps or unmaps,
+// which may hold the memory pool's lock: a listener returns promptly, never calls back
+// into the VirtualMemory or its pool, and never adds or removes listeners.
+class PieceListener {
+ public:
+  virtual ~PieceListener() = default;
+  // After `piece` was mapped and made accessible.
+  virtual void OnMapped(const Piece& piece) = 0;
+  // Before `piece` is unmapped and its memory released, once no work on the device uses
+  // it any more (the device was synchronized).
+  virtual void OnUnmapping(const Piece& piece) = 0;
+};
+
+// The listeners of one VirtualMemory. Thread-safe: calls to the listeners are made with
+// the list's lock held, so once Remove has returned, the removed listener is called no
+// more and may be destroyed (Remove must therefore not be called with a lock that a
+// listener takes).
+class PieceListeners {
+ public:
+  // Adds `listener` (not owned) once; adding it again changes nothing.
+  void Add(PieceListener* listener);
+  // Removes `listener`, if present, waiting for a call to it in progress.
+  void Remove(PieceListener* listener);
+  // Calls OnMapped, or OnUnmapping, of every listener for every piece, in order.
+  void Mapped(const std::vector<Piece>& pieces) const;
+  void Unmapping(const std::vector<Piece>& pieces) const;
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<PieceListener*> listeners_;
 };
 
 }  // namespace genesis::memory

@@ -1,6 +1,10 @@
 #include "genesis/memory/mapping_pieces.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -112,6 +116,73 @@ TEST_F(PieceMapTest, EraseForgetsPieces) {
   EXPECT_EQ(map_.EraseWithin(kBase, 8 * kChunk).size(), 3u);  // 4, 1, 1; not chunk 9.
   EXPECT_EQ(map_.size(), 1u);
   EXPECT_EQ(map_.mapped_bytes(), kChunk);
+}
+
+// Writes what it hears as "+start" and "-start" (in chunks from kBase).
+class Recorder : public PieceListener {
+ public:
+  void OnMapped(const Piece& p) override { log += "+" + std::to_string(Chunk(p)); }
+  void OnUnmapping(const Piece& p) override { log += "-" + std::to_string(Chunk(p)); }
+  static uintptr_t Chunk(const Piece& p) { return (p.start - kBase) / kChunk; }
+  std::string log;
+};
+
+TEST(PieceListenersTest, EveryListenerHearsEveryPieceInOrder) {
+  PieceListeners listeners;
+  Recorder a, b;
+  listeners.Add(&a);
+  listeners.Add(&b);
+  listeners.Add(&a);  // Once only.
+  EXPECT_EQ(listeners.size(), 2u);
+  const std::vector<Piece> pieces = {Piece{kBase, kChunk, 1},
+                                     Piece{kBase + 4 * kChunk, 2 * kChunk, 2}};
+  listeners.Mapped(pieces);
+  listeners.Unmapping({pieces[1]});
+  EXPECT_EQ(a.log, "+0+4-4");
+  EXPECT_EQ(b.log, "+0+4-4");
+  listeners.Remove(&a);
+  listeners.Remove(&a);  // Absent: nothing happens.
+  listeners.Unmapping({pieces[0]});
+  EXPECT_EQ(a.log, "+0+4-4");
+  EXPECT_EQ(b.log, "+0+4-4-0");
+  EXPECT_EQ(listeners.size(), 1u);
+}
+
+// A listener that blocks in OnUnmapping until told to go on.
+class Slow : public PieceListener {
+ public:
+  void OnMapped(const Piece&) override {}
+  void OnUnmapping(const Piece&) override {
+    inside = true;
+    while (!release) std::this_thread::yield();
+    inside = false;
+    ++calls;
+  }
+  std::atomic<bool> inside{false};
+  std::atomic<bool> release{false};
+  std::atomic<int> calls{0};
+};
+
+TEST(PieceListenersTest, RemoveWaitsForACallInProgress) {
+  PieceListeners listeners;
+  Slow slow;
+  listeners.Add(&slow);
+  std::thread unmapping([&] { listeners.Unmapping({Piece{kBase, kChunk, 1}}); });
+  while (!slow.inside) std::this_thread::yield();
+  std::atomic<bool> removed{false};
+  std::thread remover([&] {
+    listeners.Remove(&slow);
+    removed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(removed);  // Still inside the call.
+  slow.release = true;
+  remover.join();
+  unmapping.join();
+  EXPECT_TRUE(removed);
+  EXPECT_EQ(slow.calls, 1);
+  listeners.Unmapping({Piece{kBase, kChunk, 1}});
+  EXPECT_EQ(slow.calls, 1);
 }
 
 }  // namespace

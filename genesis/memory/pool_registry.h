@@ -25,10 +25,19 @@
 
 namespace genesis::memory {
 
+class CudaVirtualMemory;
+
 // The pool of `device`: the host pool for the CPU, the device pool for cuda:N. Errors:
 // OutOfRange for a CUDA device that does not exist, FailedPrecondition in the CPU-only
 // build, InvalidArgument if GENESIS_ALLOC_CONF does not parse (the error says where).
 absl::StatusOr<CachingAllocator*> PoolFor(const Device& device);
+
+// The virtual memory behind the expandable segments of cuda:`device`'s pool (the pool
+// is made if it does not exist yet), for layers above the pool that follow its physical
+// pieces (cuda_virtual_memory.h: listeners, PieceContaining); nullptr when that pool
+// puts no blocks in expandable segments. Errors as for PoolFor. Include
+// genesis/memory/cuda_virtual_memory.h (a CUDA build's target) to use the result.
+absl::StatusOr<CudaVirtualMemory*> DeviceVirtualMemory(int device);
 
 // The pinned host pool (cudaHostAlloc, or cudaHostRegister with pinned_mode:register).
 // Unavailable without a usable GPU; FailedPrecondition in the CPU-only build.

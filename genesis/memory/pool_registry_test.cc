@@ -34,5 +34,12 @@ TEST(ReleaseCachedMemoryTest, GivesCachedMemoryBackAndNamesLiveBlocks) {
   EXPECT_EQ((*pool)->Stats().all.reserved_bytes.current, 0);
 }
 
+TEST(DeviceVirtualMemoryTest, FailsForADeviceThatDoesNotExist) {
+  // OutOfRange in a CUDA build, FailedPrecondition in the CPU-only build.
+  const absl::Status status = DeviceVirtualMemory(99).status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(std::string(status.message()), HasSubstr("cuda:99")) << status;
+}
+
 }  // namespace
 }  // namespace genesis::memory

@@ -39,6 +39,9 @@ struct GroupInfo {
   absl::Duration timeout = absl::Minutes(10);
   // NCCL only: a blocking communicator (nccl/nccl_communicator.h says what it trades).
   bool nccl_blocking = false;
+  // NCCL only: register buffers of the device pool's memory with NCCL
+  // (nccl/nccl_communicator.h, nccl/registration_cache.h).
+  bool nccl_register_buffers = true;
 
   // "gloo group 'world' (rank 1 of 4)".
   std::string Describe() const;

@@ -1,6 +1,7 @@
 // NCCL groups within one process: a one-rank world on cuda:0 runs every operation, and
-// bad input is refused. Skips without a GPU; in a build without NCCL it checks that
-// every entry point says so.
+// bad input is refused; buffers in pieces of the device pool's expandable segments are
+// registered with NCCL once and deregistered before the pool unmaps them. Skips without
+// a GPU; in a build without NCCL it checks that every entry point says so.
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "genesis/distributed/process_group_factory.h"
 #include "genesis/distributed/testing/collective_checks.h"
 #include "genesis/memory/memory_api.h"
+#include "genesis/memory/pool_registry.h"
 #include "gtest/gtest.h"
 
 namespace genesis::distributed {
@@ -23,13 +25,14 @@ using storage::Storage;
 using testing::Check;
 using testing::Filled;
 
-std::unique_ptr<ProcessGroup> OneRankWorld(bool blocking = false) {
+std::unique_ptr<ProcessGroup> OneRankWorld(bool blocking = false, bool register_buffers = true) {
   auto id = NewNcclUniqueId();
   EXPECT_TRUE(id.ok()) << id.status();
   if (!id.ok()) return nullptr;
   GroupOptions options;
   options.timeout = absl::Seconds(30);
   options.nccl_blocking = blocking;
+  options.nccl_register_buffers = register_buffers;
   auto group = CreateNcclGroup(0, 1, Device::Cuda(0), *id, options);
   EXPECT_TRUE(group.ok()) << group.status();
   return group.ok() ? *std::move(group) : nullptr;
@@ -133,6 +136,166 @@ TEST(NcclGroupTest, BadInputIsRefused) {
   status = group->AllReduce(*s, ReduceOp::kSum).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(absl::StrContains(status.message(), "test abort")) << status;
+}
+
+// ----- Buffer registration -----
+
+using nccl_backend::RegistrationStats;
+
+RegistrationStats Stats(ProcessGroup& group) {
+  absl::StatusOr<RegistrationStats> stats = NcclBufferRegistration(group);
+  EXPECT_TRUE(stats.ok()) << stats.status();
+  return stats.ok() ? *stats : RegistrationStats();
+}
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+// 16 MiB of float32: a large block, in one piece of an expandable segment when the
+// pool's memory was given back first (a fresh mapping starts a piece where it starts).
+constexpr int64_t kOnePiece = 4 * kMiB;
+// 64 MiB: more than a piece (32 MiB at most), so across two or more.
+constexpr int64_t kManyPieces = 16 * kMiB;
+
+auto Mod7 = [](int64_t i) { return static_cast<double>(i % 7); };
+
+// All_reduce (sum, one rank: unchanged) of `s`, waited for and checked.
+std::string AllReduceKeeps(ProcessGroup& group, const Storage& s, const std::string& what) {
+  GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(s, ReduceOp::kSum));
+  GENESIS_RETURN_IF_BAD(w.Wait());
+  return Check(s, Mod7, what);
+}
+
+TEST(NcclRegistrationTest, PiecesAreRegisteredOnceAndDeregisteredBeforeTheyAreUnmapped) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  std::unique_ptr<ProcessGroup> group = OneRankWorld();
+  ASSERT_NE(group, nullptr);
+  EXPECT_TRUE(group->info().nccl_register_buffers);
+  if (!Stats(*group).enabled) {
+    GTEST_SKIP() << "cuda:0's pool has no expandable segments of exportable memory";
+  }
+  const Device gpu = group->device();
+  (void)memory::ReleaseCachedMemory();  // A fresh layout (other pools may hold blocks).
+  {
+    auto s = Filled(kOnePiece, DType::kFloat32, Mod7, gpu);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_EQ(AllReduceKeeps(*group, *s, "first all_reduce"), "");
+    RegistrationStats stats = Stats(*group);
+    EXPECT_EQ(stats.misses, 1) << stats.ToString();
+    EXPECT_EQ(stats.hits, 0) << stats.ToString();
+    EXPECT_EQ(stats.unregistered, 0) << stats.ToString();
+    EXPECT_EQ(stats.failures, 0) << stats.ToString();
+    EXPECT_EQ(stats.pieces, 1) << stats.ToString();
+    EXPECT_GE(stats.bytes, 4 * kOnePiece) << stats.ToString();
+    // The second use of the same buffer hits the cache.
+    ASSERT_EQ(AllReduceKeeps(*group, *s, "second all_reduce"), "");
+    stats = Stats(*group);
+    EXPECT_EQ(stats.hits, 1) << stats.ToString();
+    EXPECT_EQ(stats.misses, 1) << stats.ToString();
+    // Out of place: the output's piece is registered too; the input's hits.
+    auto out = storage::Zeros({kOnePiece}, DType::kFloat32, gpu);
+    ASSERT_TRUE(out.ok()) << out.status();
+    auto g = group->AllGather(*s, *out);
+    ASSERT_TRUE(g.ok()) << g.status();
+    ASSERT_TRUE(g->Wait().ok());
+    EXPECT_EQ(Check(*out, Mod7, "all_gather"), "");
+    stats = Stats(*group);
+    EXPECT_EQ(stats.hits, 2) << stats.ToString();
+    EXPECT_EQ(stats.misses, 2) << stats.ToString();
+    EXPECT_EQ(stats.pieces, 2) << stats.ToString();
+    // A buffer across pieces goes unregistered, and gives the same results.
+    auto big = Filled(kManyPieces, DType::kFloat32, Mod7, gpu);
+    ASSERT_TRUE(big.ok()) << big.status();
+    ASSERT_EQ(AllReduceKeeps(*group, *big, "all_reduce across pieces"), "");
+    stats = Stats(*group);
+    EXPECT_EQ(stats.unregistered, 1) << stats.ToString();
+    EXPECT_EQ(stats.misses, 2) << stats.ToString();
+  }
+  // The storages are gone and the pool gives their memory back: each registered piece
+  // is deregistered before it is unmapped.
+  (void)memory::ReleaseCachedMemory();
+  RegistrationStats stats = Stats(*group);
+  EXPECT_EQ(stats.deregistrations, 2) << stats.ToString();
+  EXPECT_EQ(stats.pieces, 0) << stats.ToString();
+  EXPECT_EQ(stats.bytes, 0) << stats.ToString();
+  // New memory: registered afresh, and right.
+  auto s = Filled(kOnePiece, DType::kFloat32, Mod7, gpu);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(AllReduceKeeps(*group, *s, "all_reduce after the unmapping"), "");
+  stats = Stats(*group);
+  EXPECT_EQ(stats.misses, 3) << stats.ToString();
+  EXPECT_EQ(stats.pieces, 1) << stats.ToString();
+  // The group goes with a piece still registered (and its memory still mapped): it
+  // deregisters it; the pool unmaps the piece later, at the latest when the process
+  // exits, without calling the group.
+}
+
+TEST(NcclRegistrationTest, OffRegistersNothingAndGivesTheSameResults) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/false,
+                                                     /*register_buffers=*/false);
+  ASSERT_NE(group, nullptr);
+  EXPECT_FALSE(group->info().nccl_register_buffers);
+  auto s = Filled(kOnePiece, DType::kFloat32, Mod7, group->device());
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(AllReduceKeeps(*group, *s, "all_reduce"), "");
+  const RegistrationStats stats = Stats(*group);
+  EXPECT_FALSE(stats.enabled);
+  EXPECT_EQ(stats.hits + stats.misses + stats.unregistered, 0) << stats.ToString();
+}
+
+TEST(NcclRegistrationTest, EveryCommunicatorDeregistersItsOwnPieces) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  std::unique_ptr<ProcessGroup> world = OneRankWorld(/*blocking=*/true);
+  ASSERT_NE(world, nullptr);
+  if (!Stats(*world).enabled) GTEST_SKIP() << "registration is off on cuda:0";
+  auto sub = world->Split({0}, "sub");
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  ASSERT_NE(*sub, nullptr);
+  EXPECT_TRUE((*sub)->info().nccl_register_buffers);
+  (void)memory::ReleaseCachedMemory();
+  {
+    auto s = Filled(kOnePiece, DType::kFloat32, Mod7, world->device());
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_EQ(AllReduceKeeps(*world, *s, "world"), "");
+    ASSERT_EQ(AllReduceKeeps(**sub, *s, "sub-group"), "");
+    EXPECT_EQ(Stats(*world).pieces, 1);
+    EXPECT_EQ(Stats(**sub).pieces, 1);
+  }
+  (void)memory::ReleaseCachedMemory();
+  EXPECT_EQ(Stats(*world).deregistrations, 1) << Stats(*world).ToString();
+  EXPECT_EQ(Stats(**sub).deregistrations, 1) << Stats(**sub).ToString();
+  // A group that goes first deregisters its pieces; the other keeps and uses its own.
+  auto s = Filled(kOnePiece, DType::kFloat32, Mod7, world->device());
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(AllReduceKeeps(**sub, *s, "sub-group"), "");
+  ASSERT_EQ(AllReduceKeeps(*world, *s, "world"), "");
+  sub->reset();
+  ASSERT_EQ(AllReduceKeeps(*world, *s, "world after the sub-group"), "");
+  EXPECT_EQ(Stats(*world).hits, 1) << Stats(*world).ToString();
+  *s = Storage();  // Its memory goes back to the pool.
+  (void)memory::ReleaseCachedMemory();
+  EXPECT_EQ(Stats(*world).deregistrations, 2) << Stats(*world).ToString();
+}
+
+TEST(NcclRegistrationTest, AnAbortedGroupLetsItsPiecesGo) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  std::unique_ptr<ProcessGroup> group = OneRankWorld();
+  ASSERT_NE(group, nullptr);
+  if (!Stats(*group).enabled) GTEST_SKIP() << "registration is off on cuda:0";
+  (void)memory::ReleaseCachedMemory();
+  {
+    auto s = Filled(kOnePiece, DType::kFloat32, Mod7, group->device());
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_EQ(AllReduceKeeps(*group, *s, "all_reduce"), "");
+    EXPECT_EQ(Stats(*group).pieces, 1);
+    group->Abort(absl::CancelledError("test abort"));
+  }
+  // NCCL's abort dropped the registrations: the unmapping only forgets them.
+  (void)memory::ReleaseCachedMemory();
+  EXPECT_EQ(Stats(*group).pieces, 0);
+  auto s = Filled(kOnePiece, DType::kFloat32, Mod7, group->device());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(group->AllReduce(*s, ReduceOp::kSum).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(NcclGroupTest, WithoutNcclTheErrorSaysWhy) {

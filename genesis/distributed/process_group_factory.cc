@@ -1,5 +1,6 @@
 #include "genesis/distributed/process_group_factory.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -35,6 +36,7 @@ GroupInfo Info(const std::string& backend, int rank, int size, Device device,
   info.device = device;
   info.timeout = options.timeout;
   info.nccl_blocking = options.nccl_blocking;
+  info.nccl_register_buffers = options.nccl_register_buffers;
   return info;
 }
 
@@ -44,7 +46,19 @@ std::string ThisHost() {
   return name;
 }
 
-// The environment's GENESIS_DISTRIBUTED_TIMEOUT applied to `options`.
+// The value of switch `name` (0 or 1) if the environment sets it.
+absl::StatusOr<std::optional<bool>> EnvSwitch(const EnvLookup& lookup, const char* name) {
+  std::optional<std::string> value = lookup(name);
+  if (!value.has_value()) return std::optional<bool>();
+  if (*value != "0" && *value != "1") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("environment variable ", name, "='", *value, "' is not 0 or 1"));
+  }
+  return std::optional<bool>(*value == "1");
+}
+
+// The environment's GENESIS_DISTRIBUTED_TIMEOUT, GENESIS_NCCL_BLOCKING and
+// GENESIS_NCCL_REGISTER applied to `options`.
 absl::StatusOr<GroupOptions> WithEnvironment(GroupOptions options, const EnvLookup& lookup) {
   if (std::optional<std::string> value = lookup("GENESIS_DISTRIBUTED_TIMEOUT")) {
     double seconds = 0;
@@ -55,13 +69,12 @@ absl::StatusOr<GroupOptions> WithEnvironment(GroupOptions options, const EnvLook
     }
     options.timeout = absl::Seconds(seconds);
   }
-  if (std::optional<std::string> value = lookup("GENESIS_NCCL_BLOCKING")) {
-    if (*value != "0" && *value != "1") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "environment variable GENESIS_NCCL_BLOCKING='", *value, "' is not 0 or 1"));
-    }
-    options.nccl_blocking = *value == "1";
-  }
+  GENESIS_ASSIGN_OR_RETURN(std::optional<bool> blocking,
+                           EnvSwitch(lookup, "GENESIS_NCCL_BLOCKING"));
+  if (blocking.has_value()) options.nccl_blocking = *blocking;
+  GENESIS_ASSIGN_OR_RETURN(std::optional<bool> register_buffers,
+                           EnvSwitch(lookup, "GENESIS_NCCL_REGISTER"));
+  if (register_buffers.has_value()) options.nccl_register_buffers = *register_buffers;
   return options;
 }
 
@@ -106,6 +119,10 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateNcclGroup(int rank, int size
     GENESIS_ASSIGN_OR_RETURN(id, store.Get(key, options.timeout));
   }
   return CreateNcclGroup(rank, size, device, id, options);
+}
+
+absl::StatusOr<nccl_backend::RegistrationStats> NcclBufferRegistration(ProcessGroup& group) {
+  return nccl_backend::BufferRegistration(group.communicator());
 }
 
 absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroupFromEnvironment(

@@ -12,7 +12,8 @@
 // in a file store: GENESIS_STORE_DIR, or, when every rank is on this host, a directory
 // under /tmp named after the run id and master address (ranks on several hosts need
 // GENESIS_STORE_DIR on a shared file system). GENESIS_DISTRIBUTED_TIMEOUT (seconds)
-// overrides GroupOptions::timeout.
+// overrides GroupOptions::timeout, GENESIS_NCCL_BLOCKING=0|1 nccl_blocking and
+// GENESIS_NCCL_REGISTER=0|1 nccl_register_buffers.
 //
 // An engine that has its own channel (or runs beside PyTorch) makes the NCCL id itself
 // (NewNcclUniqueId on rank 0), hands the bytes to every rank, and calls
@@ -29,6 +30,7 @@
 #include "absl/types/span.h"
 #include "genesis/core/device.h"
 #include "genesis/distributed/launch_env.h"
+#include "genesis/distributed/nccl/registration_cache.h"
 #include "genesis/distributed/process_group.h"
 #include "genesis/distributed/store.h"
 
@@ -45,6 +47,11 @@ struct GroupOptions {
   // NCCL: blocking communicators (faster grouped point-to-point calls; see
   // nccl/nccl_communicator.h). GENESIS_NCCL_BLOCKING=1 sets it from the environment.
   bool nccl_blocking = false;
+  // NCCL: register buffers that lie in one piece of the device pool's expandable
+  // segments with NCCL, which then works on them in place (nccl/nccl_communicator.h
+  // says when NCCL uses them and what every rank must agree on). Without effect where
+  // the pool has no such memory. GENESIS_NCCL_REGISTER=0|1 sets it from the environment.
+  bool nccl_register_buffers = true;
   // Gloo: the address this rank listens on. Empty: 127.0.0.1 when every rank is on
   // one host (or for explicit groups), else this host's name.
   std::string gloo_hostname;
@@ -68,6 +75,11 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateNcclGroup(
 // The same, rank 0 making the id and the others reading it from `store`.
 absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateNcclGroup(
     int rank, int size, Device device, Store& store, const GroupOptions& options = {});
+
+// The buffer registration counters of an NCCL group (hits, misses, registered bytes:
+// nccl/registration_cache.h). InvalidArgument for a Gloo group; FailedPrecondition in a
+// build without NCCL.
+absl::StatusOr<nccl_backend::RegistrationStats> NcclBufferRegistration(ProcessGroup& group);
 
 // The world group of a job started by torchrun or Slurm (launch_env.h), for `backend`.
 absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroupFromEnvironment(

@@ -20,6 +20,9 @@
 #include "genesis/cuda/internal/check.h"
 #include "genesis/distributed/internal/group_health.h"
 #include "genesis/distributed/internal/work_state.h"
+#include "genesis/distributed/nccl/registration_cache.h"
+#include "genesis/memory/cuda_virtual_memory.h"
+#include "genesis/memory/pool_registry.h"
 
 namespace genesis::distributed::nccl_backend {
 namespace {
@@ -80,9 +83,14 @@ std::string DescribeBuffer(const Buffer& b) {
 struct Comm {
   Comm(GroupInfo info) : info(std::move(info)), health(this->info.Describe()) {}
   ~Comm() {
+    absl::StatusOr<cuda::DeviceGuard> guard = cuda::DeviceGuard::Create(info.device.index());
+    if (registrations != nullptr) {
+      // No unmapping can reach the cache once it is no listener any more.
+      vm->RemovePieceListener(registrations.get());
+      registrations->DeregisterAll();
+    }
     for (cudaEvent_t e : free_events) cudaEventDestroy(e);
     if (comm == nullptr) return;
-    absl::StatusOr<cuda::DeviceGuard> guard = cuda::DeviceGuard::Create(info.device.index());
     if (health.failed()) {
       ncclCommAbort(comm);
     } else {
@@ -117,6 +125,47 @@ struct Comm {
     if (result == ncclSuccess) return absl::OkStatus();
     if (result == ncclInProgress) return WaitAsync(call);
     return NcclError(result, call, comm);
+  }
+
+  // Turns buffer registration on where the group asks for it and the device pool's
+  // memory allows it (nccl_communicator.h). Call once, before the first operation.
+  void SetUpRegistration() {
+    if (!info.nccl_register_buffers) return;
+    int version = 0;
+    if (ncclGetVersion(&version) != ncclSuccess || version < 21900) return;  // 2.19
+    absl::StatusOr<memory::CudaVirtualMemory*> found =
+        memory::DeviceVirtualMemory(info.device.index());
+    if (!found.ok() || *found == nullptr || !(*found)->exportable()) return;
+    vm = *found;
+    registrations = std::make_unique<RegistrationCache>(
+        [vm = vm](const void* p) { return vm->PieceContaining(p); },
+        [this](const memory::Piece& piece) -> absl::StatusOr<void*> {
+          std::lock_guard<std::mutex> lock(mu);
+          if (comm == nullptr || health.failed()) {
+            return absl::FailedPreconditionError("the communicator is unusable");
+          }
+          void* handle = nullptr;
+          GENESIS_RETURN_IF_ERROR(Issued(
+              ncclCommRegister(comm, reinterpret_cast<void*>(piece.start), piece.size, &handle),
+              "ncclCommRegister"));
+          return handle;
+        },
+        [this](void* handle) {
+          std::lock_guard<std::mutex> lock(mu);
+          // An aborted communicator took its registrations with it; NCCL hands out no
+          // handle when NCCL_LOCAL_REGISTER=0.
+          if (comm == nullptr || health.failed() || handle == nullptr) return;
+          (void)Issued(ncclCommDeregister(comm, handle), "ncclCommDeregister");
+        });
+    vm->AddPieceListener(registrations.get());
+  }
+
+  // Registers the pieces of `buffers` that need it (nothing when registration is off).
+  void PrepareBuffers(absl::Span<const Buffer> buffers) {
+    if (registrations == nullptr) return;
+    for (const Buffer& b : buffers) {
+      if (b.data != nullptr && b.count != 0) registrations->Prepare(b.data, b.bytes());
+    }
   }
 
   // Makes the group unusable with `why` and stops its kernels.
@@ -157,6 +206,10 @@ struct Comm {
   // Events are reused: creating one per operation costs more than a small collective.
   std::mutex events_mu;
   std::vector<cudaEvent_t> free_events;
+  // Buffer registration (SetUpRegistration); both null when it is off. The cache's
+  // functions take `mu`, so it is taken after the cache's lock, never before.
+  memory::CudaVirtualMemory* vm = nullptr;
+  std::unique_ptr<RegistrationCache> registrations;
 };
 
 // An operation in flight: done when its event has completed; failed when NCCL reports
@@ -288,14 +341,14 @@ class NcclCommunicator final : public Communicator {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
     return Issue(absl::StrCat("all_reduce of ", DescribeBuffer(b), " (",
                               ToAbsl(ReduceOpName(op)), ")"),
-                 b.stream, [&](ncclComm_t c) {
+                 b.stream, {b}, [&](ncclComm_t c) {
                    return ncclAllReduce(b.data, b.data, b.count, type, NcclOp(op), c, b.stream);
                  });
   }
 
   absl::StatusOr<Work> Broadcast(const Buffer& b, int root) override {
     return Issue(absl::StrCat("broadcast of ", DescribeBuffer(b), " from rank ", root),
-                 b.stream, [&](ncclComm_t c) {
+                 b.stream, {b}, [&](ncclComm_t c) {
                    return ncclBroadcast(b.data, b.data, b.bytes(), ncclUint8, root, c, b.stream);
                  });
   }
@@ -304,14 +357,14 @@ class NcclCommunicator final : public Communicator {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
     return Issue(absl::StrCat("reduce of ", DescribeBuffer(b), " (", ToAbsl(ReduceOpName(op)),
                               ") to rank ", root),
-                 b.stream, [&](ncclComm_t c) {
+                 b.stream, {b}, [&](ncclComm_t c) {
                    return ncclReduce(b.data, b.data, b.count, type, NcclOp(op), root, c,
                                      b.stream);
                  });
   }
 
   absl::StatusOr<Work> AllGather(const Buffer& in, const Buffer& out) override {
-    return Issue(absl::StrCat("all_gather of ", DescribeBuffer(in)), in.stream,
+    return Issue(absl::StrCat("all_gather of ", DescribeBuffer(in)), in.stream, {in, out},
                  [&](ncclComm_t c) {
                    return ncclAllGather(in.data, out.data, in.bytes(), ncclUint8, c, in.stream);
                  });
@@ -322,7 +375,7 @@ class NcclCommunicator final : public Communicator {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(in.dtype));
     return Issue(absl::StrCat("reduce_scatter of ", DescribeBuffer(in), " (",
                               ToAbsl(ReduceOpName(op)), ")"),
-                 in.stream, [&](ncclComm_t c) {
+                 in.stream, {in, out}, [&](ncclComm_t c) {
                    return ncclReduceScatter(in.data, out.data, out.count, type, NcclOp(op), c,
                                             in.stream);
                  });
@@ -331,7 +384,7 @@ class NcclCommunicator final : public Communicator {
   absl::StatusOr<Work> AllToAll(const Buffer& in, const Buffer& out) override {
     const int n = comm_->info.size;
     const size_t chunk = in.bytes() / n;
-    return Issue(absl::StrCat("all_to_all of ", DescribeBuffer(in)), in.stream,
+    return Issue(absl::StrCat("all_to_all of ", DescribeBuffer(in)), in.stream, {in, out},
                  [&](ncclComm_t c) {
                    ncclResult_t r = ncclGroupStart();
                    for (int peer = 0; peer < n && r == ncclSuccess; ++peer) {
@@ -362,7 +415,10 @@ class NcclCommunicator final : public Communicator {
             "a batch of sends and receives must use storages of one stream");
       }
     }
-    return Issue(what, stream, [&](ncclComm_t c) {
+    std::vector<Buffer> buffers;
+    buffers.reserve(ops.size());
+    for (const PeerOp& op : ops) buffers.push_back(op.buffer);
+    return Issue(what, stream, buffers, [&](ncclComm_t c) {
       ncclResult_t r = ncclGroupStart();
       for (const PeerOp& op : ops) {
         if (r != ncclSuccess) break;
@@ -381,7 +437,7 @@ class NcclCommunicator final : public Communicator {
                                cuda::DeviceGuard::Create(comm_->info.device.index()));
       GENESIS_CUDA_RETURN_IF_ERROR(cudaMalloc(&barrier_buffer_, sizeof(float)));
     }
-    return Issue("barrier", nullptr, [&](ncclComm_t c) {
+    return Issue("barrier", nullptr, {}, [&](ncclComm_t c) {
       return ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, c,
                            nullptr);
     });
@@ -417,20 +473,29 @@ class NcclCommunicator final : public Communicator {
     }
     if (new_rank < 0) return std::unique_ptr<Communicator>();
     GENESIS_RETURN_IF_ERROR(sub->WaitAsync("ncclCommSplit"));
+    sub->SetUpRegistration();
     return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(sub)));
   }
 
   void Abort(const absl::Status& why) override { comm_->Fail(why); }
 
+  RegistrationStats registration_stats() const {
+    return comm_->registrations != nullptr ? comm_->registrations->stats()
+                                           : RegistrationStats();
+  }
+
  private:
-  // Issues `call` on the communicator (under its lock, on its device) and returns a
-  // Work that completes with the stream's work.
+  // Issues `call` on the communicator (under its lock, on its device), after
+  // registering the pieces of `buffers` that need it, and returns a Work that completes
+  // with the stream's work.
   template <typename Call>
-  absl::StatusOr<Work> Issue(const std::string& what, CUstream_st* stream, Call&& call) {
+  absl::StatusOr<Work> Issue(const std::string& what, CUstream_st* stream,
+                             absl::Span<const Buffer> buffers, Call&& call) {
     GENESIS_RETURN_IF_ERROR(comm_->health.Check());
     const std::string description = absl::StrCat(what, " in ", comm_->info.Describe());
     GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
                              cuda::DeviceGuard::Create(comm_->info.device.index()));
+    comm_->PrepareBuffers(buffers);
     GENESIS_ASSIGN_OR_RETURN(cudaEvent_t event, comm_->TakeEvent());
     absl::Status issued;
     {
@@ -501,7 +566,17 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
     comm->Fail(error);
     return error;
   }
+  comm->SetUpRegistration();
   return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(comm)));
+}
+
+absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator& communicator) {
+  const auto* nccl = dynamic_cast<const NcclCommunicator*>(&communicator);
+  if (nccl == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "buffer registration is NCCL's: ", communicator.info().Describe(), " is not NCCL"));
+  }
+  return nccl->registration_stats();
 }
 
 absl::StatusOr<std::string> NcclVersion() {

@@ -14,6 +14,26 @@
 // Operations run on the buffer's stream (the storage's stream), so the pool's stream
 // order keeps their memory safe without record_stream.
 //
+// Buffer registration (GroupInfo::nccl_register_buffers, on by default): NCCL works on
+// registered buffers in place where it would otherwise copy them through its own buffers,
+// which saves channels, SMs and latency (NCCL decides per operation whether it uses a
+// registration; 2.28 does not for in-place ring or tree all_reduce). NCCL 2.28 registers
+// a range correctly only inside one physical allocation, and ignores cudaMalloc memory,
+// so before each operation every buffer that lies inside one piece of the device pool's
+// expandable segments (one cuMemCreate allocation of up to 32 MiB,
+// genesis/memory/cuda_virtual_memory.h) gets that whole piece registered
+// (ncclCommRegister), once per communicator; the pool deregisters a piece through every
+// communicator before it unmaps it, and a communicator deregisters what is left when it
+// goes (registration_cache.h). Buffers across pieces, in classic segments or from
+// elsewhere stay unregistered, and NCCL copies them as before. It needs a pool with
+// expandable segments of memory exportable as POSIX file descriptors; where there is none
+// it stays off (BufferRegistration says). The first operation on a newly registered piece
+// costs NCCL tens of milliseconds, later ones microseconds. NCCL's rule: in one
+// operation, every rank's buffers are registered or none are. Ranks that allocate the
+// same sizes in the same order lay their buffers out alike; where a buffer may lie inside
+// one piece on one rank and across two on another, turn registration off
+// (GENESIS_NCCL_REGISTER=0; NCCL_LOCAL_REGISTER=0 makes NCCL ignore registrations).
+//
 // In a build without CUDA or NCCL every function fails with FailedPrecondition.
 #ifndef GENESIS_DISTRIBUTED_NCCL_NCCL_COMMUNICATOR_H_
 #define GENESIS_DISTRIBUTED_NCCL_NCCL_COMMUNICATOR_H_
@@ -25,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "genesis/distributed/communicator.h"
+#include "genesis/distributed/nccl/registration_cache.h"
 
 namespace genesis::distributed::nccl_backend {
 
@@ -43,6 +64,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
 
 // "2.28.3", the NCCL library this process runs with; the reason if there is none.
 absl::StatusOr<std::string> NcclVersion();
+
+// The buffer registration counters of an NCCL communicator (enabled false when
+// registration is off for it). InvalidArgument for a communicator of another backend.
+absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator& communicator);
 
 }  // namespace genesis::distributed::nccl_backend
 

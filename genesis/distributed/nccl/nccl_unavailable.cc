@@ -20,4 +20,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo, absl::Span<
 
 absl::StatusOr<std::string> NcclVersion() { return Unavailable(); }
 
+absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator&) {
+  return Unavailable();
+}
+
 }  // namespace genesis::distributed::nccl_backend

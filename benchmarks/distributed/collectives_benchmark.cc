@@ -12,6 +12,12 @@
 // (names "<op>/<genesis|nccl>/<bytes>", counters algbw_GBps and busbw_GBps), which
 // `genesis bench` reads. benchmarks/distributed/torch_collectives.py prints the same
 // table for torch.distributed.
+//
+// --register=0|1 turns NCCL buffer registration of the group off or on (on by default,
+// as in GroupOptions; GENESIS_NCCL_REGISTER overrides it): the operations work on slices
+// at the start of two large pool storages, so sizes up to a piece of the pool's
+// expandable segments (32 MiB) run on registered memory and larger ones unregistered.
+// Rank 0 prints the registration counters at the end. Compare two runs, one with each.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,6 +59,9 @@ ABSL_FLAG(int, iters, 20, "timed operations per size");
 ABSL_FLAG(int, warmup, 5, "untimed operations per size first");
 ABSL_FLAG(bool, baseline, true, "measure NCCL called directly beside genesis (nccl backend)");
 ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients");
+ABSL_FLAG(bool, register, true,
+          "nccl: register the group's pool buffers with NCCL (GroupOptions::"
+          "nccl_register_buffers; GENESIS_NCCL_REGISTER overrides it)");
 ABSL_FLAG(std::string, benchmark_out, "", "also write the results here as Google Benchmark JSON");
 ABSL_FLAG(int, benchmark_repetitions, 1,
           "measurements per size (the table shows their median; the JSON holds each)");
@@ -150,9 +159,18 @@ absl::StatusOr<std::vector<char>> SharedUniqueId(ProcessGroup& group) {
   return std::vector<char>(out.begin(), out.end());
 }
 
-void PrintHeader(int n, const std::string& backend, const std::string& library, bool baseline) {
-  std::printf("# genesis %s group, %d ranks; time per operation (us), algbw and busbw (GB/s)%s\n",
-              backend.c_str(), n,
+void PrintHeader(ProcessGroup& group, const std::string& library, bool baseline) {
+  const int n = group.size();
+  const std::string& backend = group.backend();
+  std::string registration;
+  if (absl::StatusOr<distributed::nccl_backend::RegistrationStats> stats =
+          distributed::NcclBufferRegistration(group);
+      stats.ok()) {
+    registration = absl::StrCat("; buffer registration ", stats->enabled ? "on" : "off");
+  }
+  std::printf("# genesis %s group, %d ranks%s; time per operation (us), algbw and busbw "
+              "(GB/s)%s\n",
+              backend.c_str(), n, registration.c_str(),
               baseline ? absl::StrCat("; beside ", library, " called directly").c_str() : "");
   std::printf("%-15s %12s %10s %9s %9s%s\n", "op", "size(B)", "time(us)", "algbw", "busbw",
               baseline ? absl::StrFormat("   %4s time   algbw   busbw  genesis/%s busbw",
@@ -255,7 +273,8 @@ absl::Status WriteJson(const std::vector<Row>& rows, int n, const std::string& b
                     {"num_cpus", static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))},
                     {"library_build_type", "release"},
                     {"ranks", n},
-                    {"backend", backend}};
+                    {"backend", backend},
+                    {"nccl_register", absl::GetFlag(FLAGS_register)}};
   nlohmann::json list = nlohmann::json::array();
   for (const Row& r : rows) {
     // Bucketed rows have one size, computed at run time: their names leave it out.
@@ -290,8 +309,10 @@ absl::Status RunRank() {
   const std::string backend_name = absl::GetFlag(FLAGS_backend);
   const distributed::Backend backend =
       backend_name == "gloo" ? distributed::Backend::kGloo : distributed::Backend::kNccl;
+  distributed::GroupOptions options;
+  options.nccl_register_buffers = absl::GetFlag(FLAGS_register);
   GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
-                           distributed::ProcessGroupFromEnvironment(backend));
+                           distributed::ProcessGroupFromEnvironment(backend, options));
   const int n = group->size();
   const bool root = group->rank() == 0;
   GENESIS_ASSIGN_OR_RETURN(uint64_t min_bytes, ParseByteSize(absl::GetFlag(FLAGS_min_bytes)));
@@ -327,7 +348,7 @@ absl::Status RunRank() {
   const int64_t elements = static_cast<int64_t>(max_bytes / 4);
   GENESIS_ASSIGN_OR_RETURN(Storage a, storage::Ones({elements}, DType::kFloat32, group->device()));
   GENESIS_ASSIGN_OR_RETURN(Storage b, storage::Zeros({elements}, DType::kFloat32, group->device()));
-  if (root) PrintHeader(n, backend_name, library, static_cast<bool>(raw));
+  if (root) PrintHeader(*group, library, static_cast<bool>(raw));
   std::vector<Row> rows;
   const std::vector<std::string> ops = absl::StrSplit(absl::GetFlag(FLAGS_ops), ',');
   for (const std::string& op : ops) {
@@ -373,6 +394,13 @@ absl::Status RunRank() {
   }
   if (absl::GetFlag(FLAGS_bucketed)) {
     GENESIS_RETURN_IF_ERROR(Bucketed(*group, rows));
+  }
+  if (root && backend == distributed::Backend::kNccl) {
+    absl::StatusOr<distributed::nccl_backend::RegistrationStats> registration =
+        distributed::NcclBufferRegistration(*group);
+    if (registration.ok()) {
+      std::printf("\n# buffer registration (rank 0): %s\n", registration->ToString().c_str());
+    }
   }
   if (root && !absl::GetFlag(FLAGS_benchmark_out).empty()) {
     GENESIS_RETURN_IF_ERROR(WriteJson(rows, n, backend_name));

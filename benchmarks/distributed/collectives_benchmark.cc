@@ -13,7 +13,7 @@
 // `genesis bench` reads. benchmarks/distributed/torch_collectives.py prints the same
 // table for torch.distributed.
 //
-// --register=0|1 turns NCCL buffer registration of the group off or on (on by default,
+// --register=0|1 turns NCCL buffer registration of the group off or on (off by default,
 // as in GroupOptions; GENESIS_NCCL_REGISTER overrides it): the operations work on slices
 // at the start of two large pool storages, so sizes up to a piece of the pool's
 // expandable segments (32 MiB) run on registered memory and larger ones unregistered.
@@ -59,7 +59,7 @@ ABSL_FLAG(int, iters, 20, "timed operations per size");
 ABSL_FLAG(int, warmup, 5, "untimed operations per size first");
 ABSL_FLAG(bool, baseline, true, "measure NCCL called directly beside genesis (nccl backend)");
 ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients");
-ABSL_FLAG(bool, register, true,
+ABSL_FLAG(bool, register, false,
           "nccl: register the group's pool buffers with NCCL (GroupOptions::"
           "nccl_register_buffers; GENESIS_NCCL_REGISTER overrides it)");
 ABSL_FLAG(std::string, benchmark_out, "", "also write the results here as Google Benchmark JSON");

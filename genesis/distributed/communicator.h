@@ -40,8 +40,9 @@ struct GroupInfo {
   // NCCL only: a blocking communicator (nccl/nccl_communicator.h says what it trades).
   bool nccl_blocking = false;
   // NCCL only: register buffers of the device pool's memory with NCCL
-  // (nccl/nccl_communicator.h, nccl/registration_cache.h).
-  bool nccl_register_buffers = true;
+  // (nccl/nccl_communicator.h, nccl/registration_cache.h). Off by default until it has
+  // been checked across ranks (every rank's buffers must be registered alike).
+  bool nccl_register_buffers = false;
 
   // "gloo group 'world' (rank 1 of 4)".
   std::string Describe() const;

@@ -51,7 +51,9 @@ struct GroupOptions {
   // segments with NCCL, which then works on them in place (nccl/nccl_communicator.h
   // says when NCCL uses them and what every rank must agree on). Without effect where
   // the pool has no such memory. GENESIS_NCCL_REGISTER=0|1 sets it from the environment.
-  bool nccl_register_buffers = true;
+  // Off by default: NCCL needs every rank's buffers of an operation registered alike, and
+  // that has not been checked across ranks yet.
+  bool nccl_register_buffers = false;
   // Gloo: the address this rank listens on. Empty: 127.0.0.1 when every rank is on
   // one host (or for explicit groups), else this host's name.
   std::string gloo_hostname;

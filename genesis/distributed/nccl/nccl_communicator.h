@@ -14,7 +14,7 @@
 // Operations run on the buffer's stream (the storage's stream), so the pool's stream
 // order keeps their memory safe without record_stream.
 //
-// Buffer registration (GroupInfo::nccl_register_buffers, on by default): NCCL works on
+// Buffer registration (GroupInfo::nccl_register_buffers, off by default): NCCL works on
 // registered buffers in place where it would otherwise copy them through its own buffers,
 // which saves channels, SMs and latency (NCCL decides per operation whether it uses a
 // registration; 2.28 does not for in-place ring or tree all_reduce). NCCL 2.28 registers

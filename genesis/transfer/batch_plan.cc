@@ -444,16 +444,19 @@ struct RunSums {
 
 // Where the run of requests like requests[begin] (same devices and pinning) ends. A
 // compare and a branch per field: the branches go one way until the run ends.
-size_t RunEnd(const CopyRequest* requests, size_t begin, size_t n) {
+[[gnu::noinline]] size_t RunEnd(const CopyRequest* requests, size_t begin, size_t n) {
   const CopyRequest& head = requests[begin];
   const Device src = head.src_device;
   const Device dst = head.dst_device;
   const bool src_pinned = head.src_pinned;
   const bool dst_pinned = head.dst_pinned;
   size_t j = begin + 1;
-  while (j < n && requests[j].src_device == src && requests[j].dst_device == dst &&
-         requests[j].src_pinned == src_pinned && requests[j].dst_pinned == dst_pinned) {
-    ++j;
+  for (; j < n; ++j) {
+    const CopyRequest& r = requests[j];
+    if (!(r.src_device == src && r.dst_device == dst && r.src_pinned == src_pinned &&
+          r.dst_pinned == dst_pinned)) [[unlikely]] {
+      break;
+    }
   }
   return j;
 }
@@ -465,7 +468,9 @@ constexpr uint64_t kHighBits = uint64_t{3} << 62;
 // Sums the copies of the run [begin, end). Per copy only its addresses and size are
 // read, and every sum stays in a register (a second pass over the run: the first,
 // RunEnd, keeps the devices in registers instead). Not inlined: inside PlanBatch the
-// compiler kept a sum in memory, which made the loop three times slower.
+// compiler kept a sum in memory, which made the loop three times slower. The sizes are
+// only compared with the first; a run of several sizes takes one more pass for their
+// smallest, largest and sum.
 //
 // Whether ranges wrap and destinations come in address order is read off one word:
 // the OR of every address, size and (destination - previous destination end). With
@@ -478,11 +483,10 @@ constexpr uint64_t kHighBits = uint64_t{3} << 62;
   uintptr_t last_end = out.last_dst_end;
   uintptr_t src_lo = out.src_lo;
   uintptr_t src_hi = out.src_hi;
-  size_t sum = 0;
-  size_t min_bytes = SIZE_MAX;
-  size_t max_bytes = 0;
+  const size_t first_bytes = requests[begin].bytes;
   size_t empty = 0;
   uint64_t bits = 0;
+  uint64_t sizes_differ = 0;
   for (size_t j = begin; j < end; ++j) {
     const CopyRequest& r = requests[j];
     const size_t b = r.bytes;
@@ -496,14 +500,29 @@ constexpr uint64_t kHighBits = uint64_t{3} << 62;
     last_end = d + b;
     src_lo = std::min(src_lo, s);
     src_hi = std::max(src_hi, s + b);
-    min_bytes = std::min(min_bytes, b);
-    max_bytes = std::max(max_bytes, b);
-    sum += b;
+    sizes_differ |= b ^ first_bytes;
   }
-  out.sum = sum;
+  if (sizes_differ == 0 && empty == 0) {
+    // One size (the usual batch): its sum without a pass.
+    out.sum = first_bytes * (end - begin);
+    out.min_bytes = first_bytes;
+    out.max_bytes = first_bytes;
+  } else {
+    size_t sum = 0;
+    size_t min_bytes = SIZE_MAX;
+    size_t max_bytes = 0;
+    for (size_t j = begin; j < end; ++j) {
+      const size_t b = requests[j].bytes;
+      if (b == 0) continue;
+      min_bytes = std::min(min_bytes, b);
+      max_bytes = std::max(max_bytes, b);
+      sum += b;
+    }
+    out.sum = sum;
+    out.min_bytes = min_bytes;
+    out.max_bytes = max_bytes;
+  }
   out.empty = empty;
-  out.min_bytes = min_bytes;
-  out.max_bytes = max_bytes;
   out.last_dst_end = last_end;
   // In address order the first destination is the lowest; out of order (`fail`) the
   // full checks decide anyway. A null one later in the run begins before the previous

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "genesis/core/absl_compat.h"
 #include "genesis/core/status.h"
@@ -86,7 +87,9 @@ class CudaExecutor : public BatchExecutor {
 
   absl::StatusOr<cudaStream_t> LaneStream(const StreamAssignment& lane);
   absl::StatusOr<cudaEvent_t> AcquireEvent(int device);
-  void ReleaseEvents(std::vector<std::pair<int, cudaEvent_t>>& events);
+  // Events a call holds, with their devices.
+  using EventList = absl::InlinedVector<std::pair<int, cudaEvent_t>, 12>;
+  void ReleaseEvents(EventList& events);
   absl::StatusOr<StagedPair*> StagedPairFor(int src, int dst);
 
   absl::Status RunGroup(const CopyGroup& group, absl::Span<const CopyRequest> requests,
@@ -186,7 +189,7 @@ absl::StatusOr<cudaEvent_t> CudaExecutor::AcquireEvent(int device) {
   return event;
 }
 
-void CudaExecutor::ReleaseEvents(std::vector<std::pair<int, cudaEvent_t>>& events) {
+void CudaExecutor::ReleaseEvents(EventList& events) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [device, event] : events) free_events_[device].push_back(event);
   events.clear();
@@ -300,7 +303,8 @@ absl::Status CudaExecutor::Run(const BatchPlan& plan, absl::Span<const CopyReque
   }
 
   // The ordering streams, and the lanes.
-  std::vector<OrderingStream> ordering;
+  // No allocation per call: a plan has a few streams.
+  absl::InlinedVector<OrderingStream, 4> ordering;
   if (stream_device.is_cuda()) {
     ordering.push_back({stream_device.index(), stream});
   } else {
@@ -312,21 +316,21 @@ absl::Status CudaExecutor::Run(const BatchPlan& plan, absl::Span<const CopyReque
       }
     }
   }
-  std::vector<cudaStream_t> lanes;
+  absl::InlinedVector<cudaStream_t, 8> lanes;
   for (const StreamAssignment& s : plan.streams) {
     GENESIS_ASSIGN_OR_RETURN(cudaStream_t lane, LaneStream(s));
     lanes.push_back(lane);
   }
 
-  std::vector<std::pair<int, cudaEvent_t>> events;  // Released at the end.
+  EventList events;  // Released at the end.
   struct Release {
     CudaExecutor* self;
-    std::vector<std::pair<int, cudaEvent_t>>& events;
+    EventList& events;
     ~Release() { self->ReleaseEvents(events); }
   } release{this, events};
 
   // Entry: every lane waits for every ordering stream's work so far.
-  std::vector<cudaEvent_t> entries;
+  absl::InlinedVector<cudaEvent_t, 4> entries;
   for (const OrderingStream& o : ordering) {
     GENESIS_ASSIGN_OR_RETURN(cudaEvent_t event, AcquireEvent(o.device));
     events.emplace_back(o.device, event);
@@ -363,7 +367,7 @@ absl::Status CudaExecutor::Run(const BatchPlan& plan, absl::Span<const CopyReque
   }
 
   // Exit: every ordering stream waits for every lane.
-  std::vector<cudaEvent_t> exits;
+  absl::InlinedVector<cudaEvent_t, 8> exits;
   for (size_t i = 0; i < lanes.size(); ++i) {
     const int device = plan.streams[i].device.index();
     GENESIS_ASSIGN_OR_RETURN(cudaEvent_t event, AcquireEvent(device));

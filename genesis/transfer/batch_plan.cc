@@ -468,9 +468,7 @@ constexpr uint64_t kHighBits = uint64_t{3} << 62;
 // Sums the copies of the run [begin, end). Per copy only its addresses and size are
 // read, and every sum stays in a register (a second pass over the run: the first,
 // RunEnd, keeps the devices in registers instead). Not inlined: inside PlanBatch the
-// compiler kept a sum in memory, which made the loop three times slower. The sizes are
-// only compared with the first; a run of several sizes takes one more pass for their
-// smallest, largest and sum.
+// compiler kept a sum in memory, which made the loop three times slower.
 //
 // Whether ranges wrap and destinations come in address order is read off one word:
 // the OR of every address, size and (destination - previous destination end). With
@@ -483,10 +481,11 @@ constexpr uint64_t kHighBits = uint64_t{3} << 62;
   uintptr_t last_end = out.last_dst_end;
   uintptr_t src_lo = out.src_lo;
   uintptr_t src_hi = out.src_hi;
-  const size_t first_bytes = requests[begin].bytes;
+  size_t sum = 0;
+  size_t min_bytes = SIZE_MAX;
+  size_t max_bytes = 0;
   size_t empty = 0;
   uint64_t bits = 0;
-  uint64_t sizes_differ = 0;
   for (size_t j = begin; j < end; ++j) {
     const CopyRequest& r = requests[j];
     const size_t b = r.bytes;
@@ -500,28 +499,13 @@ constexpr uint64_t kHighBits = uint64_t{3} << 62;
     last_end = d + b;
     src_lo = std::min(src_lo, s);
     src_hi = std::max(src_hi, s + b);
-    sizes_differ |= b ^ first_bytes;
+    min_bytes = std::min(min_bytes, b);
+    max_bytes = std::max(max_bytes, b);
+    sum += b;
   }
-  if (sizes_differ == 0 && empty == 0) {
-    // One size (the usual batch): its sum without a pass.
-    out.sum = first_bytes * (end - begin);
-    out.min_bytes = first_bytes;
-    out.max_bytes = first_bytes;
-  } else {
-    size_t sum = 0;
-    size_t min_bytes = SIZE_MAX;
-    size_t max_bytes = 0;
-    for (size_t j = begin; j < end; ++j) {
-      const size_t b = requests[j].bytes;
-      if (b == 0) continue;
-      min_bytes = std::min(min_bytes, b);
-      max_bytes = std::max(max_bytes, b);
-      sum += b;
-    }
-    out.sum = sum;
-    out.min_bytes = min_bytes;
-    out.max_bytes = max_bytes;
-  }
+  out.sum = sum;
+  out.min_bytes = min_bytes;
+  out.max_bytes = max_bytes;
   out.empty = empty;
   out.last_dst_end = last_end;
   // In address order the first destination is the lowest; out of order (`fail`) the

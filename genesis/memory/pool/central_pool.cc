@@ -1,5 +1,6 @@
 #include "genesis/memory/pool/central_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -30,8 +31,9 @@ std::unique_ptr<ExpandableSegmentSet> MakeExpandable(Backend& backend,
                           ? nullptr
                           : backend.virtual_memory();
   if (vm == nullptr) return nullptr;
-  return std::make_unique<ExpandableSegmentSet>(backend, *vm, total_bytes, free_sets, segments,
-                                              stats, AllowedMax(options, total_bytes));
+  return std::make_unique<ExpandableSegmentSet>(
+      backend, *vm, total_bytes, std::max(options.expandable_piece_size, vm->granularity()),
+      free_sets, segments, stats, AllowedMax(options, total_bytes));
 }
 
 }  // namespace

@@ -17,13 +17,14 @@
 namespace genesis::memory::pool_internal {
 
 ExpandableSegmentSet::ExpandableSegmentSet(const Backend& backend, VirtualMemory& vm,
-                                       size_t total_bytes, FreeSets& free_sets,
-                                       SegmentMap& segments, PoolStats& stats,
-                                       size_t allowed_max)
+                                           size_t total_bytes, size_t max_piece,
+                                           FreeSets& free_sets, SegmentMap& segments,
+                                           PoolStats& stats, size_t allowed_max)
     : backend_(backend),
       vm_(vm),
       chunk_(vm.granularity()),
       reservation_(ReservationSize(total_bytes, chunk_)),
+      max_piece_(max_piece),
       free_(free_sets),
       segments_(segments),
       stats_(stats),
@@ -102,7 +103,7 @@ void ExpandableSegmentSet::InsertUnmapped(Block* u) {
 
 absl::StatusOr<Block*> ExpandableSegmentSet::Map(Block* u, char* begin, char* end, Sink* sink) {
   const size_t bytes = static_cast<size_t>(end - begin);
-  GENESIS_RETURN_IF_ERROR(vm_.Map(begin, bytes));
+  GENESIS_RETURN_IF_ERROR(vm_.MapPieces(begin, bytes, max_piece_));
   unmapped_.erase(u);
   Block* mapped = u;
   if (begin > u->ptr) {
@@ -123,19 +124,37 @@ absl::StatusOr<Block*> ExpandableSegmentSet::Map(Block* u, char* begin, char* en
   return free_.FreeAndMerge(mapped);
 }
 
-size_t ExpandableSegmentSet::UnmapInterior(Block* b, size_t max_bytes, Sink* sink) {
+size_t ExpandableSegmentSet::UnmapInterior(Block* b, size_t max_bytes, bool under_pressure,
+                                           Sink* sink) {
   const auto start = reinterpret_cast<uintptr_t>(b->ptr);
   const uintptr_t end = start + b->size;
   uintptr_t lo = (start + chunk_ - 1) / chunk_ * chunk_;
-  const uintptr_t hi = end / chunk_ * chunk_;
+  uintptr_t hi = end / chunk_ * chunk_;
   if (hi <= lo || max_bytes == 0) return 0;
+  // Memory goes back a whole piece at a time: drop the pieces that stick out of the
+  // block (they hold neighbours' bytes too), and of the rest the whole pieces within
+  // the last `max_bytes` (rounded up to chunks). Unmapping less than asked, never more,
+  // keeps a loop from unmapping memory that it maps again later in the same step: the
+  // high-water mark then rises by less than a piece, once.
+  if (const auto [first, last] = vm_.PieceAt(lo); first < lo) lo = last;
+  if (hi <= lo) return 0;
+  if (const auto [first, last] = vm_.PieceAt(hi - 1); last > hi) hi = first;
+  if (hi <= lo) return 0;
   if (hi - lo > max_bytes) {
     const size_t want = (max_bytes + chunk_ - 1) / chunk_ * chunk_;
-    if (want < hi - lo) lo = hi - want;
+    if (want < hi - lo) {
+      const auto [first, last] = vm_.PieceAt(hi - want);
+      lo = first < hi - want ? last : first;
+      if (hi <= lo) return 0;
+    }
   }
   const size_t bytes = hi - lo;
   // On failure the chunks stay mapped, and the pool keeps using them.
   if (!vm_.Unmap(reinterpret_cast<void*>(lo), bytes).ok()) return 0;
+  if (under_pressure) {
+    if (pressure_unmapped_.size() == kPressureMemory) pressure_unmapped_.pop_front();
+    pressure_unmapped_.emplace_back(lo, hi);
+  }
   free_.Erase(b);
   Block* middle = b;
   if (lo > start) {
@@ -155,8 +174,8 @@ size_t ExpandableSegmentSet::UnmapInterior(Block* b, size_t max_bytes, Sink* sin
 }
 
 size_t ExpandableSegmentSet::UnmapIdleChunks(size_t bytes, const std::function<bool()>& done,
-                                           std::initializer_list<const Block*> keep,
-                                           Sink* sink) {
+                                             std::initializer_list<const Block*> keep,
+                                             bool under_pressure, Sink* sink) {
   std::vector<Block*> candidates;
   for (Block* b : free_.blocks(kLarge)) {
     if (b->segment->expandable && b->size >= chunk_ &&
@@ -170,7 +189,7 @@ size_t ExpandableSegmentSet::UnmapIdleChunks(size_t bytes, const std::function<b
   size_t unmapped = 0;
   for (Block* b : candidates) {
     if (unmapped >= bytes || done()) break;
-    unmapped += UnmapInterior(b, bytes - unmapped, sink);
+    unmapped += UnmapInterior(b, bytes - unmapped, under_pressure, sink);
   }
   return unmapped;
 }
@@ -225,6 +244,14 @@ absl::StatusOr<Block*> ExpandableSegmentSet::Expand(size_t size, StreamId stream
   const auto bytes = static_cast<int64_t>(end - begin);
   // Below the high-water mark the pool maps new memory; beyond it (or beyond the
   // memory_fraction cap) it first moves idle memory here, so the peak stays put.
+  for (auto it = pressure_unmapped_.begin(); it != pressure_unmapped_.end(); ++it) {
+    if (it->first < reinterpret_cast<uintptr_t>(end) &&
+        reinterpret_cast<uintptr_t>(begin) < it->second) {
+      segments_.RaiseHighWater(stats_.GaugeNow(kReservedBytes, kAllPools) + bytes);
+      pressure_unmapped_.erase(it);
+      break;
+    }
+  }
   const int64_t reserved = stats_.GaugeNow(kReservedBytes, kAllPools);
   int64_t over = reserved + bytes - segments_.high_water();
   if (allowed_max_ != kNoLimit) {
@@ -232,7 +259,7 @@ absl::StatusOr<Block*> ExpandableSegmentSet::Expand(size_t size, StreamId stream
   }
   if (over > 0) {
     UnmapIdleChunks(static_cast<size_t>(over), [] { return false; }, {u, u_prev, u_next},
-                    sink);
+                    /*under_pressure=*/true, sink);
   }
   if (allowed_max_ != kNoLimit &&
       stats_.GaugeNow(kReservedBytes, kAllPools) + bytes > static_cast<int64_t>(allowed_max_)) {

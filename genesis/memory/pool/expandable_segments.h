@@ -1,16 +1,21 @@
 // Expandable segments: per stream, a range of virtual memory reserved once (the
 // backend's memory and an eighth more; another range if one runs out of room) and
-// mapped chunk by chunk (VirtualMemory's granularity) where blocks need memory. Blocks
+// mapped where blocks need memory, in chunks (VirtualMemory's granularity) grouped into
+// pieces of up to expandable_piece_size (mapping_pieces.h) that go back whole. Blocks
 // with nothing mapped behind them are kUnmapped, kept in their own set and merged only
 // with each other. Growth maps the chunks next to free blocks; beyond the reserved
-// high-water mark (or the memory_fraction cap) it first unmaps idle chunks elsewhere, so
-// memory moves to where it is needed instead of being added. All under the pool lock.
+// high-water mark (or the memory_fraction cap) it first unmaps idle pieces elsewhere, so
+// memory moves to where it is needed instead of being added, and when memory unmapped
+// that way is mapped again the mark rises instead. All under the pool lock.
 #ifndef GENESIS_MEMORY_POOL_EXPANDABLE_SEGMENTS_H_
 #define GENESIS_MEMORY_POOL_EXPANDABLE_SEGMENTS_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <initializer_list>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "genesis/memory/backend.h"
@@ -29,10 +34,12 @@ class ExpandableSegmentSet {
  public:
   // Everything passed must outlive this. `vm` is the backend's virtual memory;
   // `total_bytes` the backend's memory (0: unknown), which sizes the ranges;
-  // `allowed_max` the memory_fraction cap on reserved memory (kNoLimit if none).
+  // `max_piece` the largest piece one map creates (a power of two, at least the
+  // granularity); `allowed_max` the memory_fraction cap on reserved memory (kNoLimit if
+  // none).
   ExpandableSegmentSet(const Backend& backend, VirtualMemory& vm, size_t total_bytes,
-                     FreeSets& free_sets, SegmentMap& segments, PoolStats& stats,
-                     size_t allowed_max);
+                       size_t max_piece, FreeSets& free_sets, SegmentMap& segments,
+                       PoolStats& stats, size_t allowed_max);
   ExpandableSegmentSet(const ExpandableSegmentSet&) = delete;
   ExpandableSegmentSet& operator=(const ExpandableSegmentSet&) = delete;
 
@@ -47,14 +54,18 @@ class ExpandableSegmentSet {
   // A free mapped block of at least `size` for `stream`, in the free sets: of the
   // unmapped blocks of the stream's ranges, the one whose mapping (growing the free
   // block before it forward or the one after it backward) maps least, else a new range.
-  // ResourceExhausted (with `why`) when the memory_fraction cap or the backend refuses.
+  // Mapping memory that was unmapped to make room at the high-water mark raises the
+  // mark. ResourceExhausted (with `why`) when the memory_fraction cap or the backend
+  // refuses.
   absl::StatusOr<Block*> Expand(size_t size, StreamId stream, Sink* sink, OomReason* why);
 
-  // Unmaps free chunks (those wholly inside free blocks) outside `keep`, largest free
+  // Unmaps free pieces (those wholly inside free blocks) outside `keep`, largest free
   // blocks first, until `bytes` are unmapped, `done()`, or none is left; returns the
-  // bytes unmapped.
+  // bytes unmapped. `under_pressure`: to make room at the high-water mark (the ranges
+  // are remembered, see Expand).
   size_t UnmapIdleChunks(size_t bytes, const std::function<bool()>& done,
-                         std::initializer_list<const Block*> keep, Sink* sink);
+                         std::initializer_list<const Block*> keep, bool under_pressure,
+                         Sink* sink);
   // Gives back the ranges that have nothing mapped.
   void ReleaseEmptyRanges();
   // Unmaps what is mapped in `s` and gives its range back, whatever its blocks
@@ -68,10 +79,10 @@ class ExpandableSegmentSet {
   // Maps [begin, end) (chunk-aligned) of the unmapped block `u`; returns the free mapped
   // block that holds it after merging with free neighbours.
   absl::StatusOr<Block*> Map(Block* u, char* begin, char* end, Sink* sink);
-  // Unmaps up to `max_bytes` (rounded up to chunks) of the chunks that lie wholly inside
-  // the free block `b`, from its end; returns the bytes unmapped (0 if unmapping fails:
-  // the chunks stay in use).
-  size_t UnmapInterior(Block* b, size_t max_bytes, Sink* sink);
+  // Unmaps the whole pieces that lie inside the free block `b` and within its last
+  // `max_bytes` (rounded up to chunks): less than asked, never more. Returns the bytes
+  // unmapped (0 if unmapping fails: the pieces stay in use).
+  size_t UnmapInterior(Block* b, size_t max_bytes, bool under_pressure, Sink* sink);
   // Puts the unmapped block `u` (in no set) into the unmapped set, merged with unmapped
   // neighbours.
   void InsertUnmapped(Block* u);
@@ -80,12 +91,18 @@ class ExpandableSegmentSet {
   VirtualMemory& vm_;
   const size_t chunk_;
   const size_t reservation_;  // Bytes of address space reserved per range.
+  const size_t max_piece_;
   FreeSets& free_;
   SegmentMap& segments_;
   PoolStats& stats_;
   const size_t allowed_max_;
   // Unmapped blocks, by stream, size and address.
   BlockSet unmapped_;
+  // Ranges unmapped to make room at the high-water mark, most recent last (at most
+  // kPressureMemory). Mapping one of them again means the two places take turns: the
+  // mark then rises instead, so a loop at its peak stops moving memory back and forth.
+  static constexpr size_t kPressureMemory = 64;
+  std::deque<std::pair<uintptr_t, uintptr_t>> pressure_unmapped_;
 };
 
 }  // namespace genesis::memory::pool_internal

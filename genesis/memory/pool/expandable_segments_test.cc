@@ -42,10 +42,11 @@ class ExpandableSegmentSetTest : public ::testing::Test {
       delete s;
     }
   }
-  void Make(size_t allowed_max = kNoLimit) {
+  // Pieces of one chunk unless `max_piece` says otherwise.
+  void Make(size_t allowed_max = kNoLimit, size_t max_piece = kChunk) {
     set_ = std::make_unique<ExpandableSegmentSet>(*backend_, *backend_->virtual_memory(),
-                                                  64 * kMiB, free_, segments_, stats_,
-                                                  allowed_max);
+                                                  64 * kMiB, max_piece, free_, segments_,
+                                                  stats_, allowed_max);
   }
   int64_t Reserved() const { return stats_.GaugeNow(kReservedBytes, kAllPools); }
 
@@ -106,13 +107,14 @@ TEST_F(ExpandableSegmentSetTest, IdleChunksAreUnmappedAndEmptyRangesGivenBack) {
   Block* b = *set_->Expand(4 * kChunk, kStream, nullptr, &why);
   Block* head = b->segment->head;
   Sink sink;
-  EXPECT_EQ(set_->UnmapIdleChunks(kChunk, [] { return false; }, {}, &sink), kChunk);
+  EXPECT_EQ(set_->UnmapIdleChunks(kChunk, [] { return false; }, {}, false, &sink), kChunk);
   EXPECT_EQ(Reserved(), static_cast<int64_t>(3 * kChunk));
   ASSERT_EQ(sink.size(), 1u);
   EXPECT_EQ(sink[0].type, AllocatorEventType::kSegmentUnmap);
   // Blocks to keep are left alone.
-  EXPECT_EQ(set_->UnmapIdleChunks(kNoLimit, [] { return false; }, {head}, nullptr), 0u);
-  EXPECT_EQ(set_->UnmapIdleChunks(kNoLimit, [] { return false; }, {}, nullptr), 3 * kChunk);
+  EXPECT_EQ(set_->UnmapIdleChunks(kNoLimit, [] { return false; }, {head}, false, nullptr), 0u);
+  EXPECT_EQ(set_->UnmapIdleChunks(kNoLimit, [] { return false; }, {}, false, nullptr),
+            3 * kChunk);
   EXPECT_EQ(Reserved(), 0);
   EXPECT_EQ(backend_->state()->mapped_bytes(), 0u);
   // Now one unmapped block spans the range, which goes back.
@@ -136,6 +138,42 @@ TEST_F(ExpandableSegmentSetTest, BeyondTheHighWaterMarkMemoryMovesInsteadOfGrowi
   EXPECT_EQ(c->size, 2 * kChunk);
   EXPECT_EQ(Reserved(), static_cast<int64_t>(4 * kChunk));  // a's chunks moved to c.
   EXPECT_EQ(segments_.size(), 2u);
+}
+
+TEST_F(ExpandableSegmentSetTest, MemoryGoesBackAWholePieceAtATimeNeverMoreThanAsked) {
+  Make(kNoLimit, /*max_piece=*/4 * kChunk);
+  OomReason why;
+  // 6 chunks from the range's start: a piece of 4 chunks, then one of 2.
+  Block* b = *set_->Expand(6 * kChunk, kStream, nullptr, &why);
+  ASSERT_EQ(b->size, 6 * kChunk);
+  EXPECT_EQ(set_->UnmapIdleChunks(kChunk, [] { return false; }, {}, false, nullptr), 0u);
+  EXPECT_EQ(set_->UnmapIdleChunks(3 * kChunk, [] { return false; }, {}, false, nullptr),
+            2 * kChunk);
+  EXPECT_EQ(Reserved(), static_cast<int64_t>(4 * kChunk));
+  EXPECT_EQ(set_->UnmapIdleChunks(kNoLimit, [] { return false; }, {}, false, nullptr),
+            4 * kChunk);
+  EXPECT_EQ(backend_->state()->mapped_bytes(), 0u);
+}
+
+TEST_F(ExpandableSegmentSetTest, MappingAgainWhatWasMovedAwayRaisesTheMarkInstead) {
+  Make();
+  OomReason why;
+  Block* a = *set_->Expand(2 * kChunk, kStream, nullptr, &why);
+  free_.Take(a, 2 * kChunk, 1);
+  Block* b = *set_->Expand(2 * kChunk, kStream, nullptr, &why);
+  free_.Take(b, 2 * kChunk, 1);
+  char* a_ptr = a->ptr;
+  free_.FreeAndMerge(a);
+  // At the mark: a's memory moves to another stream.
+  Block* c = *set_->Expand(2 * kChunk, kStream + 1, nullptr, &why);
+  free_.Take(c, 2 * kChunk, 1);
+  EXPECT_EQ(Reserved(), static_cast<int64_t>(4 * kChunk));
+  free_.FreeAndMerge(c);
+  // Mapping a's place again would move c's memory back: the mark rises instead.
+  Block* again = *set_->Expand(2 * kChunk, kStream, nullptr, &why);
+  EXPECT_EQ(again->ptr, a_ptr);
+  EXPECT_EQ(Reserved(), static_cast<int64_t>(6 * kChunk));
+  EXPECT_EQ(segments_.high_water(), static_cast<int64_t>(6 * kChunk));
 }
 
 TEST_F(ExpandableSegmentSetTest, MemoryFractionCapStopsMapping) {

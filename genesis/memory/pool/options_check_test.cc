@@ -29,6 +29,10 @@ TEST(OptionsCheckTest, DefaultsAreValidAndBadValuesAreNamed) {
   o.memory_fraction = 0;
   EXPECT_EQ(ValidateOptions(o).code(), absl::StatusCode::kInvalidArgument);
   o = AllocatorOptions();
+  o.expandable_piece_size = 3 * kMiB;
+  EXPECT_THAT(ValidateOptions(o).message(),
+              HasSubstr("expandable_piece_size = 3145728 must be a power of two"));
+  o = AllocatorOptions();
   o.thread_cache_blocks = -1;
   EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("thread_cache_blocks = -1"));
 }

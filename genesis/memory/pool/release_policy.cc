@@ -41,7 +41,7 @@ SegmentReleaser::SegmentReleaser(const AllocatorOptions& options, size_t total_b
 void SegmentReleaser::ReleaseFreeSegments(const std::function<bool()>& done, Sink* sink) {
   if (done()) return;
   if (expandable_ != nullptr) {
-    expandable_->UnmapIdleChunks(kNoLimit, done, {}, sink);
+    expandable_->UnmapIdleChunks(kNoLimit, done, {}, /*under_pressure=*/false, sink);
     if (!done()) expandable_->ReleaseEmptyRanges();
   }
   if (free_.fully_free().empty()) return;

@@ -37,38 +37,18 @@
 #include "genesis/memory/backend.h"
 #include "genesis/memory/memory_stats.h"
 #include "genesis/memory/observer.h"
+#include "genesis/memory/segment_snapshot.h"
 #include "genesis/memory/stream_events.h"
 
 namespace genesis::memory {
 
 class CachingAllocator {
  public:
-  enum class PoolKind { kSmall, kLarge };
-  // kUnmapped: address space of an expandable segment with no memory behind it.
-  enum class BlockState { kAllocated, kFree, kPendingFree, kUnmapped };
-
-  struct BlockSnapshot {
-    const void* address = nullptr;
-    size_t size = 0;
-    // 0 unless allocated.
-    size_t requested = 0;
-    BlockState state = BlockState::kFree;
-    StreamId stream = kNoStream;
-    // A free block held in some thread's cache (not merged with its neighbours until
-    // the caches are flushed).
-    bool in_thread_cache = false;
-  };
-  struct SegmentSnapshot {
-    const void* address = nullptr;
-    // For an expandable segment, the whole address range; mapped_bytes of it are backed.
-    size_t size = 0;
-    size_t mapped_bytes = 0;
-    bool expandable = false;
-    StreamId stream = kNoStream;
-    PoolKind pool = PoolKind::kSmall;
-    // In address order; their sizes add up to `size`.
-    std::vector<BlockSnapshot> blocks;
-  };
+  // The types of Snapshot() (segment_snapshot.h).
+  using PoolKind = memory::PoolKind;
+  using BlockState = memory::BlockState;
+  using BlockSnapshot = memory::BlockSnapshot;
+  using SegmentSnapshot = memory::SegmentSnapshot;
 
   // Validates `options` (InvalidArgument naming the bad value), reads the backend's
   // total memory (needed for memory_fraction and garbage_collection_threshold), and

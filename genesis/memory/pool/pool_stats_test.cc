@@ -1,0 +1,133 @@
+#include "genesis/memory/pool/pool_stats.h"
+
+#include <cstdint>
+
+#include "gtest/gtest.h"
+#include "genesis/memory/memory_stats.h"
+#include "genesis/memory/pool/stat_index.h"
+#include "genesis/memory/pool/thread_stats.h"
+
+namespace genesis::memory::pool_internal {
+namespace {
+
+TEST(PoolStatsTest, GaugesKeepCurrentPeakAndRunningTotals) {
+  PoolStats stats;
+  stats.AddGauge(kAllocatedBytes, kSmall, 1000);
+  stats.AddGauge(kAllocatedBytes, kLarge, 5000);
+  stats.AddGauge(kAllocatedBytes, kLarge, -4000);
+  stats.Count(kNumAllocations, 2);
+  stats.AddSegments(3);
+  const MemoryStats m = stats.Collect(CacheFigures());
+  EXPECT_EQ(m.all.allocated_bytes.current, 2000);
+  EXPECT_EQ(m.all.allocated_bytes.peak, 6000);
+  EXPECT_EQ(m.all.allocated_bytes.allocated, 6000);
+  EXPECT_EQ(m.all.allocated_bytes.freed, 4000);
+  EXPECT_EQ(m.small_pool.allocated_bytes.current, 1000);
+  EXPECT_EQ(m.large_pool.allocated_bytes.current, 1000);
+  EXPECT_EQ(m.large_pool.allocated_bytes.peak, 5000);
+  EXPECT_EQ(m.num_allocations, 2);
+  EXPECT_EQ(m.num_segments, 3);
+  EXPECT_EQ(stats.GaugeNow(kAllocatedBytes, kAllPools), 2000);
+}
+
+TEST(PoolStatsTest, ThreadStatsAccountTakenAndPutBackBlocks) {
+  ThreadStats t;
+  t.Account</*kTaken=*/true>(kSmall, 4096, 4000, /*split=*/true);
+  t.Account</*kTaken=*/false>(kSmall, 4096, 4000, /*split=*/true);
+  t.Account</*kTaken=*/true>(kSmall, 4096, 3000, /*split=*/true);
+  const ThreadStats::Unfolded& u = t.unfolded[kAllPools];
+  EXPECT_EQ(u.Change(kAllocatedBytes), 4096);
+  EXPECT_EQ(u.Change(kCachedBytes), -4096);
+  EXPECT_EQ(u.Change(kRequestedBytes), 3000);
+  EXPECT_EQ(u.Change(kInactiveSplitBytes), -4096);
+  EXPECT_EQ(u.Change(kReservedBytes), 0);
+  EXPECT_EQ(u.High(kAllocatedBytes), 4096);
+  EXPECT_EQ(u.High(kRequestedBytes), 4000);
+  EXPECT_EQ(u.High(kCachedBytes), 0);
+  EXPECT_EQ(t.totals[kSmall].num_popped, 2);
+  EXPECT_EQ(t.totals[kSmall].num_pushed, 1);
+
+  int64_t up[kNumGauges][kNumStatPools] = {};
+  int64_t down[kNumGauges][kNumStatPools] = {};
+  int64_t counters[kNumCounters] = {};
+  t.AddTotals(up, down, counters);
+  EXPECT_EQ(up[kAllocatedBytes][kAllPools], 8192);
+  EXPECT_EQ(down[kAllocatedBytes][kSmall], 4096);
+  EXPECT_EQ(up[kCachedBytes][kSmall], 4096);
+  EXPECT_EQ(down[kCachedBytes][kSmall], 8192);
+  EXPECT_EQ(up[kAllocatedBytes][kLarge], 0);
+  EXPECT_EQ(counters[kNumAllocations], 2);
+  EXPECT_EQ(counters[kNumCacheHits], 2);
+  EXPECT_EQ(counters[kNumFrees], 1);
+}
+
+TEST(PoolStatsTest, FoldingRaisesPeaksByTheCacheHighThenAddsItsChange) {
+  PoolStats stats;
+  stats.AddGauge(kAllocatedBytes, kSmall, 10000);
+  stats.AddGauge(kCachedBytes, kSmall, 8192);
+  ThreadStats t;
+  // Two blocks out (peak +8192), one back: +4096 net.
+  t.Account<true>(kSmall, 4096, 4096, false);
+  t.Account<true>(kSmall, 4096, 4096, false);
+  t.Account<false>(kSmall, 4096, 4096, false);
+  stats.FoldCurrent(t);
+  EXPECT_EQ(stats.GaugeNow(kAllocatedBytes, kAllPools), 14096);
+  EXPECT_EQ(stats.GaugeNow(kCachedBytes, kSmall), 4096);
+  MemoryStats m = stats.Collect(CacheFigures());
+  EXPECT_EQ(m.all.allocated_bytes.peak, 18192);
+  EXPECT_EQ(m.all.active_bytes.current, 4096);  // Only the fast path's change moved it.
+  EXPECT_EQ(t.unfolded[kAllPools].Change(kAllocatedBytes), 0);
+  // The totals stay in the cache until Fold.
+  EXPECT_EQ(m.num_allocations, 0);
+  stats.Fold(t);
+  m = stats.Collect(CacheFigures());
+  EXPECT_EQ(m.num_allocations, 2);
+  EXPECT_EQ(m.num_cache_hits, 2);
+  EXPECT_EQ(m.num_frees, 1);
+  EXPECT_EQ(m.all.allocated_bytes.allocated, 10000 + 8192);
+  EXPECT_EQ(m.all.allocated_bytes.freed, 4096);
+  EXPECT_EQ(t.totals[kSmall].num_popped, 0);
+}
+
+TEST(PoolStatsTest, CollectAddsUnfoldedCachesAndTheirPeaks) {
+  PoolStats stats;
+  stats.AddGauge(kAllocatedBytes, kSmall, 1000);
+  ThreadStats a;
+  a.Account<true>(kSmall, 512, 512, false);
+  a.Account<true>(kSmall, 512, 512, false);
+  a.Account<false>(kSmall, 512, 512, false);  // +512 now, +1024 at its high.
+  ThreadStats b;
+  b.Account<true>(kSmall, 2048, 2048, false);  // +2048.
+  CacheFigures figures;
+  figures.Add(a);
+  figures.Add(b);
+  const MemoryStats m = stats.Collect(figures);
+  EXPECT_EQ(m.all.allocated_bytes.current, 1000 + 512 + 2048);
+  // a's high (+1024) with b's change now: 1000 + 1024 + 2048.
+  EXPECT_EQ(m.all.allocated_bytes.peak, 4072);
+  EXPECT_EQ(m.small_pool.allocated_bytes.allocated, 1000 + 1024 + 2048);
+  EXPECT_EQ(m.num_allocations, 3);
+  EXPECT_EQ(m.num_frees, 1);
+  // Reserved memory never moves on the fast path.
+  EXPECT_EQ(m.all.reserved_bytes.peak, 0);
+}
+
+TEST(PoolStatsTest, ResetsSetPeaksToCurrentAndZeroTotals) {
+  PoolStats stats;
+  stats.AddGauge(kReservedBytes, kLarge, 1 << 20);
+  stats.AddGauge(kReservedBytes, kLarge, -(1 << 19));
+  stats.Count(kNumSegmentAllocs);
+  stats.ResetPeaks();
+  MemoryStats m = stats.Collect(CacheFigures());
+  EXPECT_EQ(m.all.reserved_bytes.peak, 1 << 19);
+  EXPECT_EQ(m.num_segment_allocs, 1);
+  stats.ResetAccumulated();
+  m = stats.Collect(CacheFigures());
+  EXPECT_EQ(m.all.reserved_bytes.current, 1 << 19);
+  EXPECT_EQ(m.all.reserved_bytes.allocated, 0);
+  EXPECT_EQ(m.all.reserved_bytes.freed, 0);
+  EXPECT_EQ(m.num_segment_allocs, 0);
+}
+
+}  // namespace
+}  // namespace genesis::memory::pool_internal

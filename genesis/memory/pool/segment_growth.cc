@@ -1,0 +1,46 @@
+#include "genesis/memory/pool/segment_growth.h"
+
+#include <cstdint>
+
+#include "genesis/memory/pool/stat_index.h"
+
+namespace genesis::memory::pool_internal {
+
+SegmentGrowth::SegmentGrowth(ClassicSegments& classic, ExpandableSegmentSet* expandable,
+                             SegmentReleaser& releaser, const SegmentMap& segments,
+                             const PoolStats& stats)
+    : classic_(classic),
+      expandable_(expandable),
+      releaser_(releaser),
+      segments_(segments),
+      stats_(stats) {}
+
+absl::StatusOr<Block*> SegmentGrowth::NewSpace(size_t size, size_t segment_size, int pool,
+                                               StreamId stream, Sink* sink, OomReason* why) {
+  if (expandable_ != nullptr) {
+    if (pool == kLarge) return expandable_->Expand(size, stream, sink, why);
+  } else if (static_cast<int64_t>(segment_size) + stats_.GaugeNow(kReservedBytes, kAllPools) >
+             segments_.high_water()) {
+    // Classic segments: beyond the reserved high-water mark, fully free segments (least
+    // recently used first) go back before the backend is asked for more, so that peak
+    // reserved memory follows peak allocated memory instead of keeping segments no
+    // request fits; below it (a loop that has warmed up) nothing is released.
+    // (Expandable segments do the same with chunks in Expand.)
+    releaser_.ReleaseFreeSegments(
+        [&] {
+          return stats_.GaugeNow(kReservedBytes, kAllPools) +
+                     static_cast<int64_t>(segment_size) <=
+                 segments_.high_water();
+        },
+        sink);
+  }
+  return classic_.NewSegment(segment_size, pool, stream, sink, why);
+}
+
+size_t SegmentGrowth::BackendRequest(size_t size, size_t segment_size, int pool) const {
+  if (pool != kLarge || expandable_ == nullptr) return segment_size;
+  const size_t chunk = expandable_->chunk();
+  return (size + chunk - 1) / chunk * chunk;
+}
+
+}  // namespace genesis::memory::pool_internal

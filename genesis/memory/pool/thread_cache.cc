@@ -1,0 +1,31 @@
+#include "genesis/memory/pool/thread_cache.h"
+
+#include <atomic>
+#include <vector>
+
+namespace genesis::memory::pool_internal {
+
+ThreadCache::BinVector* ThreadCache::FindBin(size_t size, StreamId stream, bool create) {
+  RecentBin& r = recent[(size >> 9) & 7];
+  const BinKey key{size, stream};
+  BinVector* bin = nullptr;
+  if (create) {
+    bin = &bins[key];
+  } else if (auto it = bins.find(key); it != bins.end()) {
+    bin = &it->second;
+  } else {
+    return nullptr;
+  }
+  r = {key, bin};
+  return bin;
+}
+
+void ThreadCache::TakeBlocks(std::vector<Block*>* blocks) {
+  for (auto& [key, bin] : bins) {
+    for (const Cached& c : bin) blocks->push_back(c.block);
+    bin.clear();
+  }
+  bytes.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace genesis::memory::pool_internal

@@ -1,0 +1,198 @@
+// The front end's thread cache: freed blocks that one thread keeps for itself, in bins by
+// (block size, stream), taken and put back on the fast path under the thread's
+// OwnerLock (no locked instruction on the owner's side, no pool-wide lock); the blocks
+// the thread took from it (so that it can free them again without the allocation map);
+// and the thread's unfolded statistics. Another thread takes the lock only to flush the
+// cache, read its statistics or change the observers.
+#ifndef GENESIS_MEMORY_POOL_THREAD_CACHE_H_
+#define GENESIS_MEMORY_POOL_THREAD_CACHE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/container/node_hash_map.h"
+#include "genesis/memory/observer.h"
+#include "genesis/memory/owner_lock.h"
+#include "genesis/memory/pool/block.h"
+#include "genesis/memory/pool/thread_stats.h"
+#include "genesis/memory/stream_events.h"
+
+namespace genesis::memory::pool_internal {
+
+struct BinKey {
+  size_t size;
+  StreamId stream;
+  bool operator==(const BinKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const BinKey& k) {
+    return H::combine(std::move(h), k.size, k.stream);
+  }
+};
+
+// How much a thread cache may hold.
+struct ThreadCacheLimits {
+  size_t max_bytes = 0;           // AllocatorOptions::thread_cache_bytes.
+  size_t max_blocks_per_bin = 0;  // AllocatorOptions::thread_cache_blocks.
+  // Large blocks are cached only when no policy (cache_limit, garbage collection) must
+  // see freed segments at once to release them.
+  bool large_blocks = false;
+};
+
+// What a free into the thread's own cache gives back, for observers.
+struct FastFreed {
+  size_t size = 0;
+  size_t requested = 0;
+  StreamId stream = kNoStream;
+};
+
+struct ThreadCache {
+  // Taken as owner by the thread the cache belongs to (every cached allocate and free),
+  // as another thread by flushes and statistics.
+  mutable OwnerLock mu;
+  // Held as owner while fast-path events go to observers; RemoveObserver takes every
+  // thread's, as another thread, to know that no call into a removed observer is left.
+  mutable OwnerLock report_mu;
+  // Under report_mu: this thread's log from the pool's one observer, asked for once
+  // after observers change (sink_asked); cleared whenever they change.
+  FastEventSink sink;
+  bool sink_asked = false;
+  // A cached block with what handing it out again needs, so that a hit reads nothing
+  // from the block itself (its fields are written, never waited for).
+  struct Cached {
+    Block* block;
+    char* ptr;
+    uint64_t seq;  // The block's alloc_seq.
+    int pool;
+    bool split;
+  };
+  using BinVector = std::vector<Cached>;
+  // Node-based, so a bin's address is stable and can be remembered in `recent`.
+  absl::node_hash_map<BinKey, BinVector> bins;
+  // The bins used last, direct-mapped by size: most calls skip the hash lookup.
+  struct RecentBin {
+    BinKey key{0, kNoStream};
+    BinVector* bin = nullptr;
+  };
+  RecentBin recent[8];
+
+  // The bin of (size, stream); with `create`, made on first use, else nullptr if none.
+  BinVector* Bin(size_t size, StreamId stream, bool create) {
+    const RecentBin& r = recent[(size >> 9) & 7];
+    if (r.bin != nullptr && r.key.size == size && r.key.stream == stream) [[likely]] {
+      return r.bin;
+    }
+    return FindBin(size, stream, create);
+  }
+  // Bin's hash lookup; remembers the bin in `recent`.
+  [[gnu::noinline]] BinVector* FindBin(size_t size, StreamId stream, bool create);
+
+  // Bytes of the blocks in `bins`. Written under `mu` (by the owner or a flush); atomic
+  // so that the pool can ask, without the lock, whether the cache holds anything.
+  std::atomic<size_t> bytes{0};
+  void AddBytes(int64_t delta) {
+    bytes.store(bytes.load(std::memory_order_relaxed) + static_cast<size_t>(delta),
+                std::memory_order_relaxed);
+  }
+  // Blocks this thread took from its cache, by address (direct-mapped; a collision only
+  // sends a free down the ordinary path). Lets the thread free them again without the
+  // address map; each entry is checked against the block's alloc_seq before use.
+  struct HandedOut {
+    const void* ptr = nullptr;
+    Block* block = nullptr;
+    uint64_t seq = 0;
+  };
+  static constexpr int kHandedOutSlots = 256;
+  static int SlotFor(const void* p) {
+    return static_cast<int>(((reinterpret_cast<uintptr_t>(p) >> 9) * 0x9E3779B97F4A7C15ull) >>
+                            56);
+  }
+  // What this thread's fast path did since its figures were last folded into the
+  // pool's atomics. Guarded by `mu`, like the bins, so a flush folds them together with
+  // the blocks, and the common path writes no shared cache line.
+  ThreadStats stats;
+  // Last, so that the fields every call touches share few cache lines.
+  HandedOut handed_out[kHandedOutSlots];
+
+  // Owner only. Takes a cached block of `size` for `stream`, marks it allocated for
+  // `requested` bytes with a new alloc_seq, remembers it as handed out and accounts for
+  // it in `stats`; nullptr if the cache has none.
+  char* Pop(size_t size, StreamId stream, size_t requested) {
+    OwnerLock::AsOwner lock(mu);
+    BinVector* bin = Bin(size, stream, /*create=*/false);
+    if (bin == nullptr || bin->empty()) return nullptr;
+    const Cached c = bin->back();
+    bin->pop_back();
+    // The bin's key is the block's size.
+    AddBytes(-static_cast<int64_t>(size));
+    Block* b = c.block;
+    b->requested.store(requested, std::memory_order_relaxed);
+    // Only the thread that holds a block's bin hands it out, so a plain increment will do.
+    const uint64_t seq = c.seq + 1;
+    b->alloc_seq.store(seq, std::memory_order_relaxed);
+    b->state.store(State::kAllocated, std::memory_order_relaxed);
+    handed_out[SlotFor(c.ptr)] = {c.ptr, b, seq};
+    stats.Account</*kTaken=*/true>(c.pool, static_cast<int64_t>(size),
+                                   static_cast<int64_t>(requested), c.split);
+    return c.ptr;
+  }
+
+  // Owner only, holding `mu`. Puts the allocated block `b` (`requested` bytes asked for,
+  // alloc_seq `seq`) into its bin as kThreadCached and accounts for it; false (nothing
+  // changed) if `limits` leave no room for it.
+  bool PushLocked(Block* b, size_t requested, uint64_t seq, const ThreadCacheLimits& limits) {
+    const int pool = b->pool;
+    const size_t size = b->size;
+    if (pool != kSmall && !limits.large_blocks) return false;
+    if (bytes.load(std::memory_order_relaxed) + size > limits.max_bytes) return false;
+    BinVector& bin = *Bin(size, b->stream, /*create=*/true);
+    if (bin.size() >= limits.max_blocks_per_bin) return false;
+    bin.push_back({b, b->ptr, seq, pool, b->split});
+    AddBytes(static_cast<int64_t>(size));
+    b->state.store(State::kThreadCached, std::memory_order_relaxed);
+    b->requested.store(0, std::memory_order_relaxed);
+    // A cached block that does not span its segment keeps the segment split.
+    stats.Account</*kTaken=*/false>(pool, static_cast<int64_t>(size),
+                                    static_cast<int64_t>(requested), b->split);
+    return true;
+  }
+
+  // Owner only. PushLocked under `mu`, with the block's current alloc_seq.
+  bool Push(Block* b, size_t requested, const ThreadCacheLimits& limits) {
+    OwnerLock::AsOwner lock(mu);
+    return PushLocked(b, requested, b->alloc_seq.load(std::memory_order_relaxed), limits);
+  }
+
+  // Owner only. Frees `ptr` into this cache if this thread took it from here and it is
+  // still that allocation, with no recorded streams: no allocation-map lookup. False
+  // sends the free down the usual path. `freed` (if not null) receives the block's size,
+  // requested bytes and stream.
+  bool FreeOwn(const void* ptr, const ThreadCacheLimits& limits, FastFreed* freed) {
+    OwnerLock::AsOwner lock(mu);
+    HandedOut& slot = handed_out[SlotFor(ptr)];
+    if (slot.ptr != ptr) return false;
+    Block* b = slot.block;
+    const uint64_t seq = slot.seq;
+    slot = {};
+    // Still the allocation this thread handed out? Otherwise (freed elsewhere, handed out
+    // again, merged away) the ordinary path decides.
+    if (b->alloc_seq.load(std::memory_order_relaxed) != seq ||
+        b->state.load(std::memory_order_relaxed) != State::kAllocated ||
+        b->has_recorded_streams.load(std::memory_order_relaxed)) {
+      return false;
+    }
+    const size_t requested = b->requested.load(std::memory_order_relaxed);
+    if (freed != nullptr) *freed = {b->size, requested, b->stream};
+    return PushLocked(b, requested, seq, limits);
+  }
+
+  // Holding `mu` (as owner or not). Moves every cached block to `blocks` and empties the
+  // bins (their records and `recent` stay); the statistics are left to the caller.
+  void TakeBlocks(std::vector<Block*>* blocks);
+};
+
+}  // namespace genesis::memory::pool_internal
+
+#endif  // GENESIS_MEMORY_POOL_THREAD_CACHE_H_

@@ -363,7 +363,7 @@ int SlotOf(Device device) {
   return slot < kTrackedDevices ? slot : kTrackedDevices;
 }
 
-// Consecutive requests of the same devices and pinning.
+// Consecutive requests of the same devices and pinning (of their host sides).
 struct Run {
   size_t begin = 0;
   size_t end = 0;
@@ -372,11 +372,12 @@ struct Run {
   bool has_empty = false;  // Some request has no bytes.
 };
 
-// A side of a request (device and pinning) as one word: a run's devices and pinning
-// as two, to find the run's context.
+// A side of a request (device, and pinning if it is the host's) as one word: a run's
+// devices and pinning as two, to find the run's context.
 inline uint64_t SideKey(Device device, bool pinned) {
   return static_cast<uint64_t>(static_cast<uint32_t>(device.index())) |
-         static_cast<uint64_t>(device.type()) << 32 | static_cast<uint64_t>(pinned) << 40;
+         static_cast<uint64_t>(device.type()) << 32 |
+         static_cast<uint64_t>(pinned && device.is_cpu()) << 40;
 }
 
 struct RunKey {
@@ -442,9 +443,12 @@ struct RunSums {
   bool fail = false;
 };
 
-// Where the run of requests like requests[begin] (same devices and pinning) ends. A
-// compare and a branch per field: the branches go one way until the run ends.
-[[gnu::noinline]] size_t RunEnd(const CopyRequest* requests, size_t begin, size_t n) {
+// Where the run of requests like requests[begin] ends: the same devices, and the same
+// pinning of a host side (kSrcHost, kDstHost; a device side's is ignored, as PlanBatch
+// ignores it). A compare and a branch per field: the branches go one way until the run
+// ends.
+template <bool kSrcHost, bool kDstHost>
+[[gnu::noinline]] size_t RunEndOf(const CopyRequest* requests, size_t begin, size_t n) {
   const CopyRequest& head = requests[begin];
   const Device src = head.src_device;
   const Device dst = head.dst_device;
@@ -453,12 +457,24 @@ struct RunSums {
   size_t j = begin + 1;
   for (; j < n; ++j) {
     const CopyRequest& r = requests[j];
-    if (!(r.src_device == src && r.dst_device == dst && r.src_pinned == src_pinned &&
-          r.dst_pinned == dst_pinned)) [[unlikely]] {
+    if (!(r.src_device == src && r.dst_device == dst &&
+          (!kSrcHost || r.src_pinned == src_pinned) &&
+          (!kDstHost || r.dst_pinned == dst_pinned))) [[unlikely]] {
       break;
     }
   }
   return j;
+}
+
+size_t RunEnd(const CopyRequest* requests, size_t begin, size_t n) {
+  const bool src_host = requests[begin].src_device.is_cpu();
+  const bool dst_host = requests[begin].dst_device.is_cpu();
+  if (src_host) {
+    return dst_host ? RunEndOf<true, true>(requests, begin, n)
+                    : RunEndOf<true, false>(requests, begin, n);
+  }
+  return dst_host ? RunEndOf<false, true>(requests, begin, n)
+                  : RunEndOf<false, false>(requests, begin, n);
 }
 
 // Addresses, sizes and their sums below 2^62: no range wraps, and a destination that

@@ -635,12 +635,23 @@ TEST(PlanBatchTest, OnePassEdgeCases) {
   requests = batch.requests;
   requests[10].dst = At(UINTPTR_MAX - 100);
   ExpectInvalid(requests, Gpus(1), {"request 10", "wraps around the address space"});
-  // Destinations in order within each run but not across runs on one device.
+  // Destinations in order within each run but not across runs on one device: the
+  // second half comes from pinned host memory, and goes first.
   requests = batch.requests;
+  for (size_t i = 16; i < requests.size(); ++i) {
+    requests[i].src_device = kCpu;
+    requests[i].src_pinned = true;
+  }
   std::rotate(requests.begin(), requests.begin() + 16, requests.end());
-  requests[0].src_pinned = true;  // Ignored for a device, but a run of its own.
   ExpectSameAsFullChecks(requests, Gpus(1));
   EXPECT_TRUE(PlanBatch(requests, Gpus(1)).ok());
+  // The pinning of a device side is ignored: one run, one group.
+  requests = batch.requests;
+  for (size_t i = 0; i < requests.size(); i += 3) requests[i].dst_pinned = true;
+  ExpectSameAsFullChecks(requests, Gpus(1));
+  const BatchPlan mixed_flags = ValueOrThrow(PlanBatch(requests, Gpus(1)));
+  ASSERT_EQ(mixed_flags.groups.size(), 1u);
+  EXPECT_EQ(mixed_flags.groups[0].requests.size(), requests.size());
   // Addresses at 2^62 and above are planned like any other.
   requests = MovedUp(batch.requests);
   const BatchPlan plan = ValueOrThrow(PlanBatch(requests, Gpus(1)));

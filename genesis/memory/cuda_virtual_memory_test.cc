@@ -192,6 +192,9 @@ TEST(CudaVirtualMemoryTest, ListenersFollowPiecesAndLookupsFindThem) {
   char* p = static_cast<char*>(*base);
   // 6 chunks in pieces of at most 4: 4 + 2.
   ASSERT_TRUE(vm->MapPieces(p, 6 * chunk, 4 * chunk).ok());
+  // Written, so that the listener's read-back reads defined memory (initcheck).
+  ASSERT_EQ(cudaMemset(p, 1, 6 * chunk), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(listener.mapped.size(), 2u);
   EXPECT_EQ(listener.mapped[0].start, reinterpret_cast<uintptr_t>(p));
   EXPECT_EQ(listener.mapped[0].size, 4 * chunk);

@@ -92,6 +92,7 @@ struct ThreadCache {
   // Bytes of the blocks in `bins`. Written under `mu` (by the owner or a flush); atomic
   // so that the pool can ask, without the lock, whether the cache holds anything.
   std::atomic<size_t> bytes{0};
+  // Adds `delta` (may be negative) to `bytes`. The caller holds `mu`.
   void AddBytes(int64_t delta) {
     bytes.store(bytes.load(std::memory_order_relaxed) + static_cast<size_t>(delta),
                 std::memory_order_relaxed);
@@ -105,6 +106,7 @@ struct ThreadCache {
     uint64_t seq = 0;
   };
   static constexpr int kHandedOutSlots = 256;
+  // The handed_out slot for address `p` (a multiplicative hash of its 512-byte unit).
   static int SlotFor(const void* p) {
     return static_cast<int>(((reinterpret_cast<uintptr_t>(p) >> 9) * 0x9E3779B97F4A7C15ull) >>
                             56);

@@ -71,6 +71,17 @@ inline bool IsSplit(const Block* b) {
   return b->segment->expandable || b->size != b->segment->size;
 }
 
+// Deletes `s` and the records of its blocks. The memory itself must already be given
+// back (ClassicSegments::FreeMemory, ExpandableSegmentSet::Destroy): for teardown.
+inline void DeleteSegmentRecords(Segment* s) {
+  for (Block* b = s->head; b != nullptr;) {
+    Block* next = b->next;
+    delete b;
+    b = next;
+  }
+  delete s;
+}
+
 }  // namespace genesis::memory::pool_internal
 
 #endif  // GENESIS_MEMORY_POOL_BLOCK_H_

@@ -61,12 +61,7 @@ CentralPool::~CentralPool() {
     } else {
       classic_.FreeMemory(s);
     }
-    for (Block* b = s->head; b != nullptr;) {
-      Block* next = b->next;
-      delete b;
-      b = next;
-    }
-    delete s;
+    DeleteSegmentRecords(s);
   }
 }
 

@@ -34,12 +34,7 @@ class ExpandableSegmentSetTest : public ::testing::Test {
   ~ExpandableSegmentSetTest() override {
     for (auto& [addr, s] : segments_) {
       set_->Destroy(s);
-      for (Block* b = s->head; b != nullptr;) {
-        Block* next = b->next;
-        delete b;
-        b = next;
-      }
-      delete s;
+      DeleteSegmentRecords(s);
     }
   }
   // Pieces of one chunk unless `max_piece` says otherwise.

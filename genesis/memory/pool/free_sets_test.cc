@@ -20,12 +20,7 @@ class FreeSetsTest : public ::testing::Test {
  protected:
   ~FreeSetsTest() override {
     for (Segment* s : segments_) {
-      for (Block* b = s->head; b != nullptr;) {
-        Block* next = b->next;
-        delete b;
-        b = next;
-      }
-      delete s;
+      DeleteSegmentRecords(s);
     }
   }
 

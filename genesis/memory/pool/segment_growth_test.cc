@@ -47,12 +47,7 @@ class SegmentGrowthTest : public ::testing::Test {
       } else {
         classic_->FreeMemory(s);
       }
-      for (Block* b = s->head; b != nullptr;) {
-        Block* next = b->next;
-        delete b;
-        b = next;
-      }
-      delete s;
+      DeleteSegmentRecords(s);
     }
   }
   Block* Grow(size_t size, size_t segment_size, int pool) {

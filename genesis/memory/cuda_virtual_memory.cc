@@ -232,9 +232,7 @@ std::optional<Piece> CudaVirtualMemory::PieceContaining(const void* p) const {
 
 std::pair<uintptr_t, uintptr_t> CudaVirtualMemory::PieceAt(uintptr_t p) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (std::optional<Piece> piece = pieces_.Containing(p)) return {piece->start, piece->end()};
-  const uintptr_t chunk = p & ~(granularity_ - 1);
-  return {chunk, chunk + granularity_};
+  return pieces_.BoundsAt(p, granularity_);
 }
 
 }  // namespace genesis::memory

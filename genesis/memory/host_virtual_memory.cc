@@ -215,9 +215,7 @@ absl::Status HostVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_pi
 
 std::pair<uintptr_t, uintptr_t> HostVirtualMemory::PieceAt(uintptr_t p) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (std::optional<Piece> piece = pieces_.Containing(p)) return {piece->start, piece->end()};
-  const uintptr_t chunk = p & ~(granularity_ - 1);
-  return {chunk, chunk + granularity_};
+  return pieces_.BoundsAt(p, granularity_);
 }
 
 absl::Status HostVirtualMemory::Unmap(void* ptr, size_t bytes) {

@@ -53,6 +53,12 @@ std::optional<Piece> PieceMap::Containing(uintptr_t p) const {
   return it->second;
 }
 
+std::pair<uintptr_t, uintptr_t> PieceMap::BoundsAt(uintptr_t p, size_t chunk) const {
+  if (std::optional<Piece> piece = Containing(p)) return {piece->start, piece->end()};
+  const uintptr_t start = p & ~(chunk - 1);
+  return {start, start + chunk};
+}
+
 absl::StatusOr<std::vector<Piece>> PieceMap::Tiling(uintptr_t start, size_t bytes,
                                                     const char* what) const {
   std::vector<Piece> tiling;

@@ -22,6 +22,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -62,6 +63,10 @@ class PieceMap {
 
   // The piece that contains `p`, if any.
   std::optional<Piece> Containing(uintptr_t p) const;
+
+  // The bounds [first, second) of the piece that contains `p`, or of the `chunk`-sized
+  // chunk that does when no piece does (VirtualMemory::PieceAt).
+  std::pair<uintptr_t, uintptr_t> BoundsAt(uintptr_t p, size_t chunk) const;
 
   // The pieces that exactly tile [start, start + bytes), in address order; else
   // InvalidArgument saying which address is not mapped or which piece sticks out of

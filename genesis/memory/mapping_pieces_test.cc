@@ -85,6 +85,10 @@ TEST_F(PieceMapTest, FindsThePieceOfAnAddress) {
   EXPECT_EQ(map_.Containing(kBase + 9 * kChunk)->handle, 7u);
   EXPECT_FALSE(map_.Containing(kBase + 8 * kChunk).has_value());
   EXPECT_FALSE(map_.Containing(kBase - 1).has_value());
+  EXPECT_EQ(map_.BoundsAt(kBase + 5 * kChunk + 1, kChunk),
+            std::make_pair(kBase + 4 * kChunk, kBase + 6 * kChunk));
+  EXPECT_EQ(map_.BoundsAt(kBase + 8 * kChunk + 1, kChunk),
+            std::make_pair(kBase + 8 * kChunk, kBase + 9 * kChunk));  // No piece: the chunk.
   EXPECT_EQ(map_.mapped_bytes(), 9 * kChunk);
 }
 

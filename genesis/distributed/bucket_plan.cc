@@ -12,6 +12,20 @@ bool SameBucketKind(const Storage& a, const Storage& b) {
   return a.dtype() == b.dtype() && a.device() == b.device() && a.stream() == b.stream();
 }
 
+// Lays out `b`'s members (their sizes are `bytes`): back to back when in place,
+// aligned to kPackAlignment otherwise.
+void LayOut(Bucket& b, absl::Span<const Storage> storages) {
+  const size_t align = b.in_place ? 1 : kPackAlignment;
+  size_t at = 0;
+  b.offsets.clear();
+  for (size_t index : b.members) {
+    at = (at + align - 1) / align * align;
+    b.offsets.push_back(at);
+    at += storages[index].nbytes();
+  }
+  b.bytes = at;  // Every member ends on a whole element, so the total does too.
+}
+
 // `next` starts where `previous` ends, in the same memory.
 bool Adjacent(const Storage& previous, const Storage& next) {
   return previous.SharesMemoryWith(next) &&
@@ -49,9 +63,10 @@ absl::StatusOr<std::vector<Bucket>> PlanBuckets(absl::Span<const Storage> storag
       b.members.push_back(i);
       b.bytes += s.nbytes();
     } else {
-      buckets.push_back(Bucket{{i}, s.dtype(), s.nbytes(), /*in_place=*/true});
+      buckets.push_back(Bucket{{i}, {}, s.dtype(), s.nbytes(), /*in_place=*/true});
     }
   }
+  for (Bucket& b : buckets) LayOut(b, storages);
   return buckets;
 }
 

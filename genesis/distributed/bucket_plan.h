@@ -7,7 +7,9 @@
 // consecutive storages of one dtype, device and stream, up to `bucket_bytes` (a storage
 // larger than that gets a bucket of its own). A bucket whose storages lie back to back
 // in one buffer, as gradients kept as views of one flat buffer do, is `in_place`: its
-// collective runs on that memory and nothing is copied.
+// collective runs on that memory and nothing is copied. Otherwise the storages are
+// packed into one buffer at offsets aligned to kPackAlignment, so that the fused copy
+// kernel moves them with 16-byte loads and stores whatever their sizes.
 #ifndef GENESIS_DISTRIBUTED_BUCKET_PLAN_H_
 #define GENESIS_DISTRIBUTED_BUCKET_PLAN_H_
 
@@ -29,10 +31,18 @@ struct BucketOptions {
   size_t first_bucket_bytes = 0;
 };
 
+// Where packed storages start in their bucket's buffer: a multiple of this many bytes.
+inline constexpr size_t kPackAlignment = 16;
+
 struct Bucket {
   // Indices of the bucket's storages, ascending.
   std::vector<size_t> members;
+  // Byte offset of each member in the bucket's memory (in_place: back to back;
+  // packed: aligned to kPackAlignment, the bytes between them unused).
+  std::vector<size_t> offsets;
   DType dtype = DType::kFloat32;
+  // The bucket's memory: the members' bytes, plus the gaps when packed (a whole number
+  // of elements).
   size_t bytes = 0;
   // The members are back to back in one buffer: no packing.
   bool in_place = false;

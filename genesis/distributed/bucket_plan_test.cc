@@ -61,6 +61,25 @@ TEST(BucketPlanTest, ViewsOfOneFlatBufferNeedNoCopies) {
   EXPECT_FALSE((*plan)[0].in_place);
 }
 
+TEST(BucketPlanTest, PackedMembersStartAlignedAndInPlaceOnesBackToBack) {
+  // 12, 400, 4 and 36 bytes: packed at 0, 16, 416 and 432.
+  std::vector<Storage> s = {Floats(3), Floats(100), Floats(1), Floats(9)};
+  auto plan = PlanBuckets(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ((*plan)[0].offsets, (std::vector<size_t>{0, 16, 416, 432}));
+  EXPECT_EQ((*plan)[0].bytes, 468u);
+  for (size_t offset : (*plan)[0].offsets) EXPECT_EQ(offset % kPackAlignment, 0u);
+  Storage flat = Floats(113);
+  std::vector<Storage> views = {*flat.Slice(0, 0, 3), *flat.Slice(0, 3, 103),
+                                *flat.Slice(0, 103, 113)};
+  plan = PlanBuckets(views);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE((*plan)[0].in_place);
+  EXPECT_EQ((*plan)[0].offsets, (std::vector<size_t>{0, 12, 412}));
+  EXPECT_EQ((*plan)[0].bytes, 452u);
+}
+
 TEST(BucketPlanTest, BadInputIsNamed) {
   Storage m = *storage::Zeros({4, 4}, DType::kFloat32, Device::Cpu());
   std::vector<Storage> s = {Floats(4), *m.Transpose(0, 1)};

@@ -3,8 +3,10 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "genesis/core/status.h"
 #include "genesis/cuda/event.h"
@@ -26,9 +28,9 @@ absl::Status Move(absl::Span<const Storage> storages, const Bucket& bucket, cons
   GENESIS_ASSIGN_OR_RETURN(transfer::BatchCopier * copier, transfer::BatchCopier::Default());
   std::vector<transfer::CopyRequest> requests;
   requests.reserve(bucket.members.size());
-  char* cursor = static_cast<char*>(flat.data_ptr());
-  for (size_t index : bucket.members) {
-    const Storage& s = storages[index];
+  for (size_t k = 0; k < bucket.members.size(); ++k) {
+    const Storage& s = storages[bucket.members[k]];
+    char* cursor = static_cast<char*>(flat.data_ptr()) + bucket.offsets[k];
     transfer::CopyRequest r;
     if (pack) {
       r = {s.data_ptr(), s.device(), s.is_pinned(), cursor, flat.device(), flat.is_pinned(),
@@ -38,7 +40,6 @@ absl::Status Move(absl::Span<const Storage> storages, const Bucket& bucket, cons
            s.nbytes()};
     }
     requests.push_back(r);
-    cursor += s.nbytes();
   }
   if (flat.device().is_cpu()) return copier->Copy(requests);
   return copier->CopyAsync(requests, flat.device(), stream);
@@ -84,37 +85,50 @@ absl::StatusOr<Work> RunBucketed(ProcessGroup& group, absl::Span<const Storage> 
     const Bucket* bucket;
     Storage flat;
     Work work;
+    std::optional<cuda::Event> reduced;  // GPU, packed: recorded after the collective.
   };
   std::vector<Pending> pending;
   pending.reserve(buckets.size());
   const bool on_gpu = group.device().is_cuda();
+  // GPU: packed buckets live on the collective stream, are packed and unpacked on the
+  // storages' stream, and reduced on the collective stream. The storages' stream waits
+  // once for what the collective stream did before this call (earlier calls' buckets
+  // may share memory with this call's), so bucket k's collective runs while bucket
+  // k + 1 is packed; bucket k is unpacked once its own collective is done.
+  CUstream_st* collective_stream = nullptr;
+  absl::flat_hash_set<CUstream_st*> packing_streams;
   for (const Bucket& bucket : buckets) {
     const Storage& first = storages[bucket.members.front()];
-    Storage flat;
+    Pending p{&bucket, Storage(), Work(), std::nullopt};
     if (bucket.in_place) {
-      GENESIS_ASSIGN_OR_RETURN(flat, Span1D(storages, bucket));
+      GENESIS_ASSIGN_OR_RETURN(p.flat, Span1D(storages, bucket));
     } else {
-      // GPU: the bucket lives on the collective stream; packing runs on the storages'
-      // stream once that stream is done with the memory, and the collective once the
-      // packing is done.
       storage::StorageOptions flat_options;
       if (on_gpu) {
-        GENESIS_ASSIGN_OR_RETURN(flat_options.stream, CollectiveStream(first.device()));
+        GENESIS_ASSIGN_OR_RETURN(collective_stream, CollectiveStream(first.device()));
+        flat_options.stream = collective_stream;
+        if (packing_streams.insert(first.stream()).second) {
+          GENESIS_RETURN_IF_ERROR(Order(collective_stream, first.stream(), first.device()));
+        }
       }
       GENESIS_ASSIGN_OR_RETURN(
-          flat, storage::Empty({static_cast<int64_t>(bucket.bytes / ItemSize(bucket.dtype))},
-                               bucket.dtype, first.device(), flat_options));
-      if (on_gpu) GENESIS_RETURN_IF_ERROR(Order(flat.stream(), first.stream(), first.device()));
-      GENESIS_RETURN_IF_ERROR(Move(storages, bucket, flat, /*pack=*/true, first.stream()));
-      if (on_gpu) GENESIS_RETURN_IF_ERROR(Order(first.stream(), flat.stream(), first.device()));
+          p.flat, storage::Empty({static_cast<int64_t>(bucket.bytes / ItemSize(bucket.dtype))},
+                                 bucket.dtype, first.device(), flat_options));
+      GENESIS_RETURN_IF_ERROR(Move(storages, bucket, p.flat, /*pack=*/true, first.stream()));
+      if (on_gpu) GENESIS_RETURN_IF_ERROR(Order(first.stream(), collective_stream, first.device()));
     }
-    absl::StatusOr<Work> work = collective(flat);
+    absl::StatusOr<Work> work = collective(p.flat);
     if (!work.ok()) {
       return absl::Status(work.status().code(),
                           absl::StrCat("bucket of storages ", bucket.members.front(), "..",
                                        bucket.members.back(), ": ", work.status().message()));
     }
-    pending.push_back({&bucket, std::move(flat), *std::move(work)});
+    p.work = *std::move(work);
+    if (on_gpu && !bucket.in_place) {
+      GENESIS_ASSIGN_OR_RETURN(p.reduced, cuda::Event::Create(first.device().index()));
+      GENESIS_RETURN_IF_ERROR(p.reduced->Record(collective_stream));
+    }
+    pending.push_back(std::move(p));
   }
   if (pending.empty()) return Work();
   absl::Status status;
@@ -122,13 +136,18 @@ absl::StatusOr<Work> RunBucketed(ProcessGroup& group, absl::Span<const Storage> 
     if (p.bucket->in_place) continue;
     const Storage& first = storages[p.bucket->members.front()];
     if (on_gpu) {
-      status.Update(Order(p.flat.stream(), first.stream(), first.device()));
+      status.Update(cuda::WaitEvent(first.stream(), *p.reduced));
     } else {
       status.Update(p.work.Wait());
     }
     if (status.ok()) {
       status.Update(Move(storages, *p.bucket, p.flat, /*pack=*/false, first.stream()));
     }
+  }
+  // The buckets' memory goes back to the pool on the collective stream: later work
+  // there comes after the unpacking.
+  for (CUstream_st* s : packing_streams) {
+    status.Update(Order(s, collective_stream, group.device()));
   }
   std::vector<Work> works;
   for (Pending& p : pending) works.push_back(p.work);

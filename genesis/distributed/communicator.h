@@ -37,8 +37,9 @@ struct GroupInfo {
   Device device = Device::Cpu();
   // An operation not finished after this long fails, and the group with it.
   absl::Duration timeout = absl::Minutes(10);
-  // NCCL only: a blocking communicator (nccl/nccl_communicator.h says what it trades).
-  bool nccl_blocking = false;
+  // NCCL only: operations run on a blocking communicator (nccl/nccl_communicator.h says
+  // what it trades).
+  bool nccl_blocking = true;
   // NCCL only: register buffers of the device pool's memory with NCCL
   // (nccl/nccl_communicator.h, nccl/registration_cache.h). Off by default until it has
   // been checked across ranks (every rank's buffers must be registered alike).

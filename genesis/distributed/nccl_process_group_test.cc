@@ -25,7 +25,7 @@ using storage::Storage;
 using testing::Check;
 using testing::Filled;
 
-std::unique_ptr<ProcessGroup> OneRankWorld(bool blocking = false, bool register_buffers = true) {
+std::unique_ptr<ProcessGroup> OneRankWorld(bool blocking = true, bool register_buffers = true) {
   auto id = NewNcclUniqueId();
   EXPECT_TRUE(id.ok()) << id.status();
   if (!id.ok()) return nullptr;
@@ -84,12 +84,45 @@ TEST(NcclGroupTest, OneRankWorldRunsEveryOperation) {
   EXPECT_EQ(RunEveryOperation(*group), "");
 }
 
-TEST(NcclGroupTest, OneRankBlockingWorldRunsEveryOperation) {
+TEST(NcclGroupTest, OneRankNonBlockingWorldRunsEveryOperation) {
   GENESIS_SKIP_WITHOUT_GPU();
-  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true);
+  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/false);
   ASSERT_NE(group, nullptr);
-  EXPECT_TRUE(group->info().nccl_blocking);
+  EXPECT_FALSE(group->info().nccl_blocking);
   EXPECT_EQ(RunEveryOperation(*group), "");
+}
+
+// Sub-groups in both modes: the split is waited for on the parent (NCCL fills in the
+// new communicator only when the split is complete), a sub-group of a sub-group works,
+// and the parent stays usable.
+TEST(NcclGroupTest, SplitsWorkInBothModes) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  for (bool blocking : {true, false}) {
+    SCOPED_TRACE(blocking ? "blocking operations" : "non-blocking operations");
+    std::unique_ptr<ProcessGroup> world = OneRankWorld(blocking, /*register_buffers=*/false);
+    ASSERT_NE(world, nullptr);
+    EXPECT_EQ(world->info().nccl_blocking, blocking);
+    auto sub = world->Split({0}, "sub");
+    ASSERT_TRUE(sub.ok()) << sub.status();
+    ASSERT_NE(*sub, nullptr);
+    EXPECT_EQ((*sub)->info().name, "world/sub");
+    EXPECT_EQ((*sub)->info().nccl_blocking, blocking);
+    auto subsub = (*sub)->Split({0}, "again");
+    ASSERT_TRUE(subsub.ok()) << subsub.status();
+    ASSERT_NE(*subsub, nullptr);
+    auto s = Filled(4096, DType::kFloat32, [](int64_t i) { return i % 7; }, world->device());
+    ASSERT_TRUE(s.ok()) << s.status();
+    for (ProcessGroup* g : {world.get(), sub->get(), subsub->get()}) {
+      auto w = g->AllReduce(*s, ReduceOp::kSum);
+      ASSERT_TRUE(w.ok()) << w.status();
+      ASSERT_TRUE(w->Wait().ok());
+      EXPECT_EQ(Check(*s, [](int64_t i) { return i % 7; }, g->info().name), "");
+    }
+    sub->reset();
+    auto w = world->Barrier();
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_TRUE(w->Wait().ok());
+  }
 }
 
 TEST(NcclGroupTest, PoolAllocationsInterleaveWithCollectives) {
@@ -230,7 +263,7 @@ TEST(NcclRegistrationTest, PiecesAreRegisteredOnceAndDeregisteredBeforeTheyAreUn
 
 TEST(NcclRegistrationTest, OffRegistersNothingAndGivesTheSameResults) {
   GENESIS_SKIP_WITHOUT_GPU();
-  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/false,
+  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true,
                                                      /*register_buffers=*/false);
   ASSERT_NE(group, nullptr);
   EXPECT_FALSE(group->info().nccl_register_buffers);
@@ -244,7 +277,7 @@ TEST(NcclRegistrationTest, OffRegistersNothingAndGivesTheSameResults) {
 
 TEST(NcclRegistrationTest, EveryCommunicatorDeregistersItsOwnPieces) {
   GENESIS_SKIP_WITHOUT_GPU();
-  std::unique_ptr<ProcessGroup> world = OneRankWorld(/*blocking=*/true);
+  std::unique_ptr<ProcessGroup> world = OneRankWorld();
   ASSERT_NE(world, nullptr);
   if (!Stats(*world).enabled) GTEST_SKIP() << "registration is off on cuda:0";
   auto sub = world->Split({0}, "sub");

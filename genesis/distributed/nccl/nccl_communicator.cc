@@ -90,28 +90,37 @@ struct Comm {
       registrations->DeregisterAll();
     }
     for (cudaEvent_t e : free_events) cudaEventDestroy(e);
-    if (comm == nullptr) return;
-    if (health.failed()) {
-      ncclCommAbort(comm);
-    } else {
-      ncclCommFinalize(comm);
-      if (!WaitAsync("ncclCommFinalize").ok()) {
-        ncclCommAbort(comm);
-        return;
-      }
-      ncclCommDestroy(comm);
-    }
+    if (comm != control) Close(comm);
+    Close(control);
   }
 
-  // Polls a non-blocking call until it has finished or the group's timeout passed.
-  absl::Status WaitAsync(std::string_view call) {
+  // Finalizes and destroys `c` (aborts it when the group failed or finalizing does not
+  // finish within the timeout).
+  void Close(ncclComm_t c) {
+    if (c == nullptr) return;
+    if (health.failed()) {
+      ncclCommAbort(c);
+      return;
+    }
+    const ncclResult_t r = ncclCommFinalize(c);
+    if ((r != ncclSuccess && r != ncclInProgress) || !WaitAsync(c, "ncclCommFinalize").ok()) {
+      ncclCommAbort(c);
+      return;
+    }
+    ncclCommDestroy(c);
+  }
+
+  // Polls `c` until its last call has finished or the group's timeout passed. A
+  // non-blocking communicator reports ncclInProgress meanwhile; for ncclCommSplit that
+  // is the parent's state (the child stays null until the split is complete).
+  absl::Status WaitAsync(ncclComm_t c, std::string_view call) {
     const absl::Time deadline = absl::Now() + info.timeout;
     for (;;) {
       ncclResult_t state = ncclSuccess;
-      ncclResult_t result = ncclCommGetAsyncError(comm, &state);
-      if (result != ncclSuccess) return NcclError(result, "ncclCommGetAsyncError", comm);
+      ncclResult_t result = ncclCommGetAsyncError(c, &state);
+      if (result != ncclSuccess) return NcclError(result, "ncclCommGetAsyncError", c);
       if (state == ncclSuccess) return absl::OkStatus();
-      if (state != ncclInProgress) return NcclError(state, call, comm);
+      if (state != ncclInProgress) return NcclError(state, call, c);
       if (absl::Now() > deadline) {
         return absl::DeadlineExceededError(absl::StrCat(
             ToAbsl(call), " did not finish within ", absl::FormatDuration(info.timeout)));
@@ -120,10 +129,34 @@ struct Comm {
     }
   }
 
+  // Makes `comm`, the communicator operations run on, once `control` is ready: `control`
+  // itself, or (nccl_blocking) a blocking copy of it made by ncclCommSplit, waited for
+  // on `control` within the timeout. Every rank of the group calls it.
+  absl::Status MakeOperationsComm() {
+    if (!info.nccl_blocking) {
+      comm = control;
+      return absl::OkStatus();
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 1;
+    GENESIS_RETURN_IF_ERROR(Split(control, 0, &comm, config));
+    if (comm == nullptr) return absl::InternalError("ncclCommSplit made no communicator");
+    return absl::OkStatus();
+  }
+
+  // ncclCommSplit of the non-blocking `parent` into `*child`, waited for on the parent
+  // (NCCL writes `*child` when the split is complete, so it must outlive the wait).
+  absl::Status Split(ncclComm_t parent, int color, ncclComm_t* child,
+                     ncclConfig_t& config) {
+    const ncclResult_t r = ncclCommSplit(parent, color, info.rank, child, &config);
+    if (r != ncclSuccess && r != ncclInProgress) return NcclError(r, "ncclCommSplit", parent);
+    return WaitAsync(parent, "ncclCommSplit");
+  }
+
   // The result of a call issued on the communicator: OK once it has been queued.
   absl::Status Issued(ncclResult_t result, std::string_view call) {
     if (result == ncclSuccess) return absl::OkStatus();
-    if (result == ncclInProgress) return WaitAsync(call);
+    if (result == ncclInProgress) return WaitAsync(comm, call);
     return NcclError(result, call, comm);
   }
 
@@ -168,12 +201,15 @@ struct Comm {
     }
   }
 
-  // Makes the group unusable with `why` and stops its kernels.
+  // Makes the group unusable with `why` and stops its kernels. The control
+  // communicator goes first: aborting it also ends a split still running from it.
   void Fail(const absl::Status& why) {
     if (health.Fail(why)) {
       std::lock_guard<std::mutex> lock(mu);
-      ncclCommAbort(comm);
+      if (control != nullptr) ncclCommAbort(control);
+      if (comm != nullptr && comm != control) ncclCommAbort(comm);
       comm = nullptr;
+      control = nullptr;
     }
   }
 
@@ -200,9 +236,13 @@ struct Comm {
 
   const GroupInfo info;
   internal::GroupHealth health;
-  // Serialises calls on `comm` (a communicator is not thread-safe).
+  // Serialises calls on `comm` and `control` (a communicator is not thread-safe).
   std::mutex mu;
+  // Operations run on `comm`. `control` is non-blocking, so that creating the group and
+  // splitting it never wait past the timeout; it is `comm` itself when nccl_blocking is
+  // off, and otherwise the parent of a blocking `comm` (MakeOperationsComm).
   ncclComm_t comm = nullptr;
+  ncclComm_t control = nullptr;
   // Events are reused: creating one per operation costs more than a small collective.
   std::mutex events_mu;
   std::vector<cudaEvent_t> free_events;
@@ -457,22 +497,35 @@ class NcclCommunicator final : public Communicator {
     auto sub = std::make_shared<Comm>(info);
     GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
                              cuda::DeviceGuard::Create(comm_->info.device.index()));
+    // The sub-group's control communicator comes from the parent's, and the parent
+    // waits for it (no operation may run on the parent meanwhile: the lock).
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = comm_->info.nccl_blocking ? 1 : 0;
+    config.blocking = 0;
+    absl::Status split;
     {
       std::lock_guard<std::mutex> lock(comm_->mu);
-      ncclResult_t r = ncclCommSplit(comm_->comm, new_rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
-                                     comm_->info.rank, &sub->comm, &config);
-      absl::Status issued = r == ncclSuccess || r == ncclInProgress
-                                ? absl::OkStatus()
-                                : NcclError(r, "ncclCommSplit", comm_->comm);
-      if (!issued.ok()) {
-        comm_->health.Fail(issued);
-        return issued;
-      }
+      split = comm_->control == nullptr
+                  ? comm_->health.Check()
+                  : comm_->Split(comm_->control, new_rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
+                                 &sub->control, config);
+    }
+    if (!split.ok()) {
+      absl::Status error(split.code(), absl::StrCat("splitting ", comm_->info.Describe(),
+                                                    " into '", name, "' failed: ",
+                                                    split.message()));
+      comm_->Fail(error);  // Aborting the parent ends the split, so `sub` may go.
+      return error;
     }
     if (new_rank < 0) return std::unique_ptr<Communicator>();
-    GENESIS_RETURN_IF_ERROR(sub->WaitAsync("ncclCommSplit"));
+    absl::Status made = sub->control == nullptr
+                            ? absl::InternalError("ncclCommSplit made no communicator")
+                            : sub->MakeOperationsComm();
+    if (!made.ok()) {
+      absl::Status error(made.code(), absl::StrCat("cannot create ", sub->info.Describe(), ": ",
+                                                   made.message()));
+      sub->Fail(error);
+      return error;
+    }
     sub->SetUpRegistration();
     return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(sub)));
   }
@@ -554,11 +607,12 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
   std::memcpy(id.internal, unique_id.data(), kUniqueIdBytes);
   auto comm = std::make_shared<Comm>(info);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = info.nccl_blocking ? 1 : 0;
-  ncclResult_t r = ncclCommInitRankConfig(&comm->comm, info.size, id, info.rank, &config);
+  config.blocking = 0;  // The control communicator: creating it is bounded by the timeout.
+  ncclResult_t r = ncclCommInitRankConfig(&comm->control, info.size, id, info.rank, &config);
   absl::Status status = r == ncclSuccess || r == ncclInProgress
-                            ? comm->WaitAsync("ncclCommInitRankConfig")
+                            ? comm->WaitAsync(comm->control, "ncclCommInitRankConfig")
                             : NcclError(r, "ncclCommInitRankConfig", nullptr);
+  if (status.ok()) status = comm->MakeOperationsComm();
   if (!status.ok()) {
     absl::Status error(status.code(), absl::StrCat("cannot create ", info.Describe(), " on ",
                                                    info.device.ToString(), ": ",

@@ -1,15 +1,20 @@
 // NCCL communicators for GPU memory, and NCCL's unique id.
 //
-// Communicators are non-blocking by default (NCCL's config.blocking = 0): no call waits
-// for a peer, and a watchdog thread polls every operation in flight (its event and
-// NCCL's asynchronous error). An operation that fails, or has not finished within the
-// group's timeout, aborts the communicator (ncclCommAbort stops its kernels), so a dead
-// peer or ranks that called different operations become errors, never hangs.
-// GroupInfo::nccl_blocking makes them blocking, as PyTorch's are by default: grouped
-// point-to-point calls (send/recv, all_to_all) then skip the hand-off to NCCL's own
-// thread that non-blocking groups pay on every call, and the watchdog still aborts
-// operations that do not finish; only a call that blocks while issuing it (connecting to
-// a peer that died before the first transfer) is then not bounded by the timeout.
+// Each group has a non-blocking control communicator (NCCL's config.blocking = 0): it
+// is created and split by polling it, so joining a group or splitting it fails with
+// DeadlineExceeded after the group's timeout instead of waiting for a peer that never
+// comes. Operations run on a blocking communicator split from it (one ncclCommSplit when
+// the group is made, the control communicator's connections are never set up), because
+// NCCL hands every call on a non-blocking communicator to a new thread of its own and
+// polls it: about 50 us per operation between two GPUs against NCCL's 10. A watchdog
+// thread polls every operation in flight (its event and NCCL's asynchronous error); one
+// that fails, or has not finished within the group's timeout, aborts both communicators
+// (ncclCommAbort stops their kernels), so a dead peer or ranks that called different
+// operations become errors, never hangs. What a blocking call can still wait on is the
+// host side of an operation that sets up connections (the first operation of a kind
+// between two ranks) when a peer died just then; GroupInfo::nccl_blocking = false
+// (GENESIS_NCCL_BLOCKING=0) runs operations on the control communicator itself, which
+// bounds those too, at the per-call cost above.
 //
 // Operations run on the buffer's stream (the storage's stream), so the pool's stream
 // order keeps their memory safe without record_stream.

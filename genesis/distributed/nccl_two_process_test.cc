@@ -26,9 +26,11 @@ using testing::RankOutcome;
 
 constexpr char kSkip[] = "skip: ";
 
-// Runs body(group) on 2 ranks of a fresh NCCL group (rank r on cuda:r).
+// Runs body(group) on 2 ranks of a fresh NCCL group (rank r on cuda:r); `blocking`:
+// GroupOptions::nccl_blocking.
 std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>& body,
-                                 absl::Duration timeout = absl::Seconds(60)) {
+                                 absl::Duration timeout = absl::Seconds(60),
+                                 bool blocking = true) {
   const std::string dir = testing::FreshDirectory("nccl-store");
   return testing::RunRanks(2, absl::Seconds(180), [&](int rank) -> std::string {
     if (cuda::DeviceCount() < 2) {
@@ -38,6 +40,7 @@ std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>
     if (!store.ok()) return std::string(store.status().ToString());
     GroupOptions options;
     options.timeout = timeout;
+    options.nccl_blocking = blocking;
     auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
     if (!group.ok()) return std::string(group.status().ToString());
     return body(**group);
@@ -106,7 +109,9 @@ TEST(NcclTwoProcessTest, EveryOperation) {
   }));
 }
 
-TEST(NcclTwoProcessTest, DeadPeerBecomesAnErrorWithinTheTimeout) {
+// Rank 1 exits after one all_reduce; rank 0's next all_reduce must fail within the
+// timeout, naming the operation and the group, and leave the group unusable.
+void ExpectDeadPeerBecomesAnError(bool blocking) {
   const absl::Duration timeout = absl::Seconds(10);
   ExpectAllOk(RunNccl(
       [&](ProcessGroup& group) -> std::string {
@@ -130,7 +135,15 @@ TEST(NcclTwoProcessTest, DeadPeerBecomesAnErrorWithinTheTimeout) {
         }
         return std::string();
       },
-      timeout));
+      timeout, blocking));
+}
+
+TEST(NcclTwoProcessTest, DeadPeerBecomesAnErrorWithinTheTimeout) {
+  ExpectDeadPeerBecomesAnError(/*blocking=*/true);
+}
+
+TEST(NcclTwoProcessTest, DeadPeerBecomesAnErrorWithNonBlockingOperations) {
+  ExpectDeadPeerBecomesAnError(/*blocking=*/false);
 }
 
 }  // namespace

@@ -51,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/transfer/fused_copy_baselines.h"
+#include "benchmarks/transfer/shuffled_sources.h"
 #include "genesis/core/device.h"
 #include "genesis/transfer/batch_copy.h"
 #include "genesis/transfer/batch_plan.h"
@@ -230,7 +231,7 @@ struct Buffers {
     const Side pinned_b_side{pinned_b, Device::Cpu(), /*pinned=*/true};
     Set(Batch::kD2D16KiB,
         MakeBatch(device_src_side, device_dst_side, Sizes(kCount, size_t{16} << 10)));
-    Set(Batch::kD2D16KiBScattered, ShuffleSources(Requests(Batch::kD2D16KiB)));
+    Set(Batch::kD2D16KiBScattered, benchmarks::ShuffledSources(Requests(Batch::kD2D16KiB)));
     Set(Batch::kD2D256KiB,
         MakeBatch(device_src_side, device_dst_side, Sizes(kCount, size_t{256} << 10)));
     Set(Batch::kD2DMixed, MakeBatch({mixed_src, Device::Cuda(0)},
@@ -291,17 +292,6 @@ struct Buffers {
  private:
   static std::vector<size_t> Sizes(size_t count, size_t bytes) {
     return std::vector<size_t>(count, bytes);
-  }
-
-  // The same copies with the sources permuted (fixed seed): what a gather from tensors
-  // anywhere in memory into one buffer looks like.
-  static std::vector<CopyRequest> ShuffleSources(std::vector<CopyRequest> requests) {
-    std::vector<const void*> sources;
-    for (const CopyRequest& r : requests) sources.push_back(r.src);
-    std::mt19937 rng(3);
-    std::shuffle(sources.begin(), sources.end(), rng);
-    for (size_t i = 0; i < requests.size(); ++i) requests[i].src = sources[i];
-    return requests;
   }
 
   void Set(Batch batch, std::vector<CopyRequest> requests) {

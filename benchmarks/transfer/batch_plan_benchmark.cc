@@ -40,6 +40,7 @@
 
 #include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
+#include "benchmarks/transfer/shuffled_sources.h"
 #include "genesis/core/device.h"
 #include "genesis/transfer/batch_plan.h"
 #include "genesis/transfer/kernels/fused_copy.h"
@@ -114,16 +115,6 @@ std::vector<CopyRequest> DeviceBatch(bool interleaved = false) {
 std::vector<CopyRequest> Shuffled(std::vector<CopyRequest> requests) {
   std::mt19937 rng(7);
   std::shuffle(requests.begin(), requests.end(), rng);
-  return requests;
-}
-
-// The same requests with their sources permuted: a gather from buffers anywhere.
-std::vector<CopyRequest> ShuffledSources(std::vector<CopyRequest> requests) {
-  std::vector<const void*> sources;
-  for (const CopyRequest& r : requests) sources.push_back(r.src);
-  std::mt19937 rng(3);
-  std::shuffle(sources.begin(), sources.end(), rng);
-  for (size_t i = 0; i < requests.size(); ++i) requests[i].src = sources[i];
   return requests;
 }
 
@@ -232,7 +223,7 @@ void RegisterAll() {
   add("BM_PlanBatch_H2D_Mixed1024_Sizes", sizes,
       {M::kFusedKernel, M::kCopyEngine, M::kBatchMemcpy});
   static const auto* const scattered =
-      new std::vector<CopyRequest>(ShuffledSources(DeviceBatch()));
+      new std::vector<CopyRequest>(benchmarks::ShuffledSources(DeviceBatch()));
   const auto encode = [](const char* name, const std::vector<CopyRequest>* requests) {
     benchmark::RegisterBenchmark(name, [=](benchmark::State& state) {
       BM_EncodeFusedGroup(state, *requests);

@@ -13,6 +13,7 @@
 #include "genesis/memory/pool/pool_stats.h"
 #include "genesis/memory/pool/segment_map.h"
 #include "genesis/memory/pool/stat_index.h"
+#include "genesis/memory/pool/segment_test_base.h"
 #include "genesis/memory/test_backend.h"
 
 namespace genesis::memory::pool_internal {
@@ -20,16 +21,12 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class ClassicSegmentsTest : public ::testing::Test {
+class ClassicSegmentsTest : public SegmentTestBase {
  protected:
   void Make(size_t allowed_max) {
     classic_ = std::make_unique<ClassicSegments>(backend_, free_, segments_, stats_, allowed_max);
   }
 
-  AllocatorOptions options_;
-  PoolStats stats_;
-  FreeSets free_{options_, stats_};
-  SegmentMap segments_;
   TestBackend backend_;
   std::unique_ptr<ClassicSegments> classic_;
 };

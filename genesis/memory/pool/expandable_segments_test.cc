@@ -13,6 +13,7 @@
 #include "genesis/memory/pool/pool_stats.h"
 #include "genesis/memory/pool/segment_map.h"
 #include "genesis/memory/pool/stat_index.h"
+#include "genesis/memory/pool/segment_test_base.h"
 #include "genesis/memory/test_backend.h"
 
 namespace genesis::memory::pool_internal {
@@ -22,7 +23,7 @@ constexpr size_t kChunk = 64 * 1024;
 constexpr StreamId kStream = 3;
 
 // Expandable segments over a TestBackend's virtual memory, with 64 KiB chunks.
-class ExpandableSegmentSetTest : public ::testing::Test {
+class ExpandableSegmentSetTest : public SegmentTestBase {
  protected:
   ExpandableSegmentSetTest() {
     TestBackend::Options o;
@@ -43,12 +44,7 @@ class ExpandableSegmentSetTest : public ::testing::Test {
                                                   64 * kMiB, max_piece, free_, segments_,
                                                   stats_, allowed_max);
   }
-  int64_t Reserved() const { return stats_.GaugeNow(kReservedBytes, kAllPools); }
 
-  AllocatorOptions options_;
-  PoolStats stats_;
-  FreeSets free_{options_, stats_};
-  SegmentMap segments_;
   std::unique_ptr<TestBackend> backend_;
   std::unique_ptr<ExpandableSegmentSet> set_;
 };

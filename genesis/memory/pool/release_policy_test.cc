@@ -16,6 +16,7 @@
 #include "genesis/memory/pool/pool_stats.h"
 #include "genesis/memory/pool/segment_map.h"
 #include "genesis/memory/pool/stat_index.h"
+#include "genesis/memory/pool/segment_test_base.h"
 #include "genesis/memory/test_backend.h"
 
 namespace genesis::memory::pool_internal {
@@ -63,7 +64,7 @@ TEST(ReleasePolicyTest, LimitsFromOptions) {
 }
 
 // Classic segments of a TestBackend, released by the policies.
-class SegmentReleaserTest : public ::testing::Test {
+class SegmentReleaserTest : public SegmentTestBase {
  protected:
   SegmentReleaserTest() {
     TestBackend::Options backend_options;
@@ -95,10 +96,6 @@ class SegmentReleaserTest : public ::testing::Test {
     return false;
   }
 
-  AllocatorOptions options_;
-  PoolStats stats_;
-  FreeSets free_{options_, stats_};
-  SegmentMap segments_;
   std::unique_ptr<TestBackend> backend_;
   std::unique_ptr<ClassicSegments> classic_;
   std::unique_ptr<SegmentReleaser> releaser_;

@@ -13,6 +13,7 @@
 #include "genesis/memory/pool/release_policy.h"
 #include "genesis/memory/pool/segment_map.h"
 #include "genesis/memory/pool/stat_index.h"
+#include "genesis/memory/pool/segment_test_base.h"
 #include "genesis/memory/test_backend.h"
 
 namespace genesis::memory::pool_internal {
@@ -21,7 +22,7 @@ namespace {
 constexpr size_t kChunk = 64 * 1024;
 
 // Growth over a TestBackend, with or without expandable segments (64 KiB chunks).
-class SegmentGrowthTest : public ::testing::Test {
+class SegmentGrowthTest : public SegmentTestBase {
  protected:
   void Make(bool expandable) {
     TestBackend::Options o;
@@ -56,12 +57,7 @@ class SegmentGrowthTest : public ::testing::Test {
     EXPECT_TRUE(b.ok()) << b.status();
     return b.ok() ? *b : nullptr;
   }
-  int64_t Reserved() const { return stats_.GaugeNow(kReservedBytes, kAllPools); }
 
-  AllocatorOptions options_;
-  PoolStats stats_;
-  FreeSets free_{options_, stats_};
-  SegmentMap segments_;
   std::unique_ptr<TestBackend> backend_;
   std::unique_ptr<ClassicSegments> classic_;
   std::unique_ptr<ExpandableSegmentSet> expandable_;

@@ -14,6 +14,7 @@
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/event.h"
 #include "genesis/cuda/internal/common.h"
+#include "genesis/cuda/sanitizer_marks.h"
 #include "genesis/cuda/stream.h"
 
 namespace genesis::cuda {
@@ -114,5 +115,7 @@ absl::StatusOr<bool> Event::Query() const {
 absl::StatusOr<float> Event::ElapsedMs(const Event& /*start*/, const Event& /*end*/) {
   return NoCudaSupportError("time CUDA events");
 }
+
+void MarkInitialized(const void* /*ptr*/, size_t /*bytes*/, CUstream_st* /*stream*/) {}
 
 }  // namespace genesis::cuda

@@ -17,6 +17,7 @@
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/internal/check.h"
 #include "genesis/cuda/internal/driver.h"
+#include "genesis/cuda/sanitizer_marks.h"
 #include "genesis/storage/internal/ipc_wire.h"
 
 namespace genesis::storage {
@@ -229,6 +230,8 @@ absl::StatusOr<Storage> ReceiveCudaStorage(int socket, std::source_location wher
   if (h.kind == Kind::kLegacy) {
     GENESIS_ASSIGN_OR_RETURN(std::shared_ptr<OpenedAllocation> opened, OpenLegacy(h, device));
     void* base = static_cast<char*>(opened->base) + h.range_offset;
+    // The sender wrote these bytes, where this process's compute-sanitizer cannot see.
+    cuda::MarkInitialized(base, h.memory_bytes);
     return Storage::FromExternal(base, h.memory_bytes, layout, dtype, Device::Cuda(device),
                                  [opened](void*) {}, {}, where);
   }

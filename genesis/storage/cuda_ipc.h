@@ -44,7 +44,8 @@ absl::Status SendCudaStorage(int socket, const Storage& storage);
 // (malformed or truncated messages, naming the value); NotFound if no device here has
 // the sender's device UUID; the CUDA error if opening or mapping the memory fails;
 // FailedPrecondition in the CPU-only build. Nothing is leaked on error (descriptors
-// received are closed).
+// received are closed). Memory opened with cudaIpcOpenMemHandle is marked written for
+// compute-sanitizer (sanitizer_marks.h): the sender wrote it, out of this process's view.
 absl::StatusOr<Storage> ReceiveCudaStorage(
     int socket, std::source_location where = std::source_location::current());
 

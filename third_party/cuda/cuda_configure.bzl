@@ -78,7 +78,7 @@ def _cuda_configure_impl(rctx):
     rctx.template("BUILD.bazel", rctx.attr._build_template, {
         "%{cuda_compatible}": "[]" if found else '[":unavailable"]',
         "%{nccl_compatible}": "[]" if nccl_found else '[":unavailable"]',
-        "%{cuda_headers}": 'glob(["include/*.h", "include/*.hpp", "include/crt/**", "include/nv/**"])' if found else "[]",
+        "%{cuda_headers}": 'glob(["include/*.h", "include/*.hpp", "include/crt/**", "include/nv/**", "include/nvtx3/**"])' if found else "[]",
             })
     rctx.file("WORKSPACE", 'workspace(name = "%s")\n' % rctx.name)
 

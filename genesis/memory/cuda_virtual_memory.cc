@@ -86,9 +86,11 @@ CudaVirtualMemory::CudaVirtualMemory(int device, size_t granularity, bool export
     : device_(device),
       granularity_(granularity),
       exportable_(exportable),
-      accessors_(std::move(accessors)) {}
+      accessors_(std::move(accessors)),
+      deferred_([this](const std::vector<Piece>& pieces) { return SyncAndRelease(pieces); }) {}
 
 CudaVirtualMemory::~CudaVirtualMemory() {
+  deferred_.WaitAll();
   std::vector<Piece> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -129,6 +131,7 @@ void CudaVirtualMemory::Unreserve(void* base, size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = reservations_.find(reinterpret_cast<uintptr_t>(base));
   if (it == reservations_.end() || it->second != bytes) return;
+  deferred_.WaitForRange(reinterpret_cast<uintptr_t>(base), bytes);
   (void)Api().address_free(reinterpret_cast<CUdeviceptr>(base), bytes);
   reservations_.erase(it);
 }
@@ -163,6 +166,8 @@ absl::Status CudaVirtualMemory::MapAndGiveAccess(uintptr_t start, size_t bytes,
   const Driver& d = Api();
   const CUmemAllocationProp prop = ChunkProperties(device_, exportable_);
   std::lock_guard<std::mutex> lock(mu_);
+  // Pieces unmapped here before may still be on their way back.
+  deferred_.WaitForRange(start, bytes);
   if (pieces_.Overlaps(start, bytes)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "CudaVirtualMemory::Map(%p, %d): part of the range is already mapped", ptr, bytes));
@@ -174,8 +179,14 @@ absl::Status CudaVirtualMemory::MapAndGiveAccess(uintptr_t start, size_t bytes,
   absl::Status status;
   for (Piece piece : SplitIntoPieces(origin, start, bytes, granularity_, max_piece)) {
     CUmemGenericAllocationHandle handle = 0;
-    status = DriverStatus(d.create(&handle, piece.size, &prop, 0),
-                          absl::StrCat("cuMemCreate(", piece.size, " bytes)"), device_);
+    CUresult created = d.create(&handle, piece.size, &prop, 0);
+    if (created == CUDA_ERROR_OUT_OF_MEMORY && deferred_.pending_bytes() > 0) {
+      // Memory unmapped before may be all that is missing: wait for it.
+      deferred_.WaitAll();
+      created = d.create(&handle, piece.size, &prop, 0);
+    }
+    status = DriverStatus(created, absl::StrCat("cuMemCreate(", piece.size, " bytes)"),
+                          device_);
     if (!status.ok()) break;
     status = DriverStatus(d.map(static_cast<CUdeviceptr>(piece.start), piece.size, 0, handle, 0),
                           "cuMemMap", device_);
@@ -211,18 +222,35 @@ absl::Status CudaVirtualMemory::Unmap(void* ptr, size_t bytes) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "CudaVirtualMemory::Unmap(%p, %d): not chunk-aligned", ptr, bytes));
   }
-  GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device_));
-  std::vector<Piece> tiling;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    GENESIS_ASSIGN_OR_RETURN(tiling, pieces_.Tiling(start, bytes, "CudaVirtualMemory::Unmap"));
-  }
-  GENESIS_RETURN_IF_ERROR(
-      cuda::CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device_));
-  listeners_.Unmapping(tiling);
   std::lock_guard<std::mutex> lock(mu_);
-  ReleasePiecesLocked(tiling);
+  GENESIS_ASSIGN_OR_RETURN(std::vector<Piece> tiling,
+                           pieces_.Tiling(start, bytes, "CudaVirtualMemory::Unmap"));
+  for (const Piece& piece : tiling) pieces_.Erase(piece.start);
+  // Under mu_, so that a map of the same range sees the pieces pending.
+  deferred_.Post(std::move(tiling));
   return absl::OkStatus();
+}
+
+absl::Status CudaVirtualMemory::SyncAndRelease(const std::vector<Piece>& pieces) {
+  absl::Status status;
+  {
+    cuda::internal::BestEffortDeviceSwitch on_device(device_);
+    status = cuda::CudaStatus(cudaDeviceSynchronize(),
+                              "cudaDeviceSynchronize before unmapping", device_);
+    // Even when the device failed: its work has ended, and the memory must go back.
+    listeners_.Unmapping(pieces);
+  }
+  const Driver& d = Api();
+  for (const Piece& piece : pieces) {
+    (void)d.unmap(static_cast<CUdeviceptr>(piece.start), piece.size);
+    (void)d.release(static_cast<CUmemGenericAllocationHandle>(piece.handle));
+  }
+  return status;
+}
+
+absl::Status CudaVirtualMemory::FinishUnmaps() {
+  deferred_.WaitAll();
+  return deferred_.TakeError();
 }
 
 std::optional<Piece> CudaVirtualMemory::PieceContaining(const void* p) const {

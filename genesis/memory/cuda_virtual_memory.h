@@ -32,6 +32,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "genesis/memory/deferred_unmaps.h"
 #include "genesis/memory/mapping_pieces.h"
 #include "genesis/memory/virtual_memory.h"
 
@@ -55,14 +56,21 @@ class CudaVirtualMemory : public VirtualMemory {
   // range that is not chunk-aligned or already mapped in part, or a bad `max_piece`;
   // the driver's error otherwise.
   absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece) override;
-  // Waits for the device's work first (as cudaFree does), since unmapping memory that
-  // queued kernels still use would fault them; then tells the listeners, and makes one
-  // cuMemUnmap and cuMemRelease per piece.
+  // Hands the pieces to a thread of this object's own (deferred_unmaps.h) and returns:
+  // that thread waits for the device's queued work (as cudaFree does, since unmapping
+  // memory that queued kernels still use would fault them), tells the listeners, and
+  // makes one cuMemUnmap and cuMemRelease per piece. Until then the pieces' memory is
+  // still the device's: MapPieces waits for them where it maps over them, or when
+  // cuMemCreate runs out of memory while some are still on their way back.
   absl::Status Unmap(void* ptr, size_t bytes) override;
+  // Waits for the unmaps handed over; the first cudaDeviceSynchronize error that one
+  // met (the pieces were unmapped and released all the same).
+  absl::Status FinishUnmaps() override;
   std::pair<uintptr_t, uintptr_t> PieceAt(uintptr_t p) const override;
 
-  // Listeners hear of every piece after MapPieces has mapped it (and given access) and
-  // before Unmap, or the destructor, unmaps it, the device synchronized. Not owned;
+  // Listeners hear of every piece after MapPieces has mapped it (and given access), on
+  // the thread that maps, and before Unmap's thread, or the destructor, unmaps it, the
+  // device synchronized. Not owned;
   // RemovePieceListener waits for a call in progress, so the listener may be destroyed
   // once it has returned (mapping_pieces.h says what listeners must not do). Thread-safe.
   void AddPieceListener(PieceListener* listener) { listeners_.Add(listener); }
@@ -87,6 +95,10 @@ class CudaVirtualMemory : public VirtualMemory {
   // Unmaps and releases `pieces` (each mapped by MapPieces and still in pieces_, which
   // forgets them). Needs mu_.
   void ReleasePiecesLocked(const std::vector<Piece>& pieces);
+  // The deferred part of Unmap, on deferred_'s thread: waits for the device, tells the
+  // listeners, unmaps and releases `pieces` (no longer in pieces_). Takes no lock of
+  // this object's.
+  absl::Status SyncAndRelease(const std::vector<Piece>& pieces);
 
   const int device_;
   const size_t granularity_;
@@ -98,6 +110,9 @@ class CudaVirtualMemory : public VirtualMemory {
   // Called without mu_ held, so that a listener may take its own locks in any order
   // with a thread that looks pieces up.
   PieceListeners listeners_;
+  // Unmapped pieces on their way back (lock order: mu_, then deferred_'s). Last, so that
+  // its thread is gone before anything it uses.
+  DeferredUnmaps deferred_;
 };
 
 }  // namespace genesis::memory

@@ -5,6 +5,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -64,6 +67,83 @@ TEST(CudaVirtualMemoryTest, MapsUsableMemoryAndReturnsIt) {
   size_t free_after = 0;
   ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
   EXPECT_GE(free_after + 4 * chunk, free_before);
+}
+
+// Holds a stream inside a host function until the test opens it (or 20 s pass).
+struct StreamLatch {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  bool opened_by_test = false;  // False if the host function gave up waiting.
+  bool finished = false;
+
+  static void CUDART_CB Hold(void* self) {
+    auto* latch = static_cast<StreamLatch*>(self);
+    std::unique_lock<std::mutex> lock(latch->mu);
+    latch->opened_by_test =
+        latch->cv.wait_for(lock, std::chrono::seconds(20), [&] { return latch->open; });
+    latch->finished = true;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+  bool Finished() {
+    std::lock_guard<std::mutex> lock(mu);
+    return finished;
+  }
+};
+
+// Notes whether the queued work had finished when a piece was about to go.
+class OrderListener : public PieceListener {
+ public:
+  explicit OrderListener(StreamLatch& latch) : latch_(latch) {}
+  void OnMapped(const Piece&) override {}
+  void OnUnmapping(const Piece&) override {
+    ++unmapping;
+    after_work = after_work && latch_.Finished();
+  }
+  std::atomic<int> unmapping{0};
+  std::atomic<bool> after_work{true};
+
+ private:
+  StreamLatch& latch_;
+};
+
+TEST(CudaVirtualMemoryTest, UnmapReturnsWithoutWaitingForQueuedWork) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  auto vm = MakeVm(0);
+  ASSERT_NE(vm, nullptr);
+  const size_t chunk = vm->granularity();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  auto base = vm->Reserve(8 * chunk);
+  ASSERT_TRUE(base.ok()) << base.status();
+  char* p = static_cast<char*>(*base);
+  ASSERT_TRUE(vm->Map(p, 4 * chunk).ok());
+  StreamLatch latch;
+  OrderListener listener(latch);
+  vm->AddPieceListener(&listener);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(p, 0x7e, 2 * chunk, stream), cudaSuccess);
+  ASSERT_EQ(cudaLaunchHostFunc(stream, &StreamLatch::Hold, &latch), cudaSuccess);
+  // The work on `stream` cannot finish before the latch opens: an Unmap that waited for
+  // the device would return only when the host function gave up.
+  ASSERT_TRUE(vm->Unmap(p + 2 * chunk, 2 * chunk).ok());
+  EXPECT_EQ(listener.unmapping.load(), 0);
+  // Mapping elsewhere goes on meanwhile; mapping over the pending pieces waits for them.
+  ASSERT_TRUE(vm->Map(p + 4 * chunk, 2 * chunk).ok());
+  latch.Open();
+  ASSERT_TRUE(vm->Map(p + 2 * chunk, 2 * chunk).ok());
+  EXPECT_EQ(listener.unmapping.load(), 2);  // Two pieces of one chunk.
+  EXPECT_TRUE(listener.after_work.load());
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_TRUE(latch.opened_by_test);
+  ExpectWritable(p, 6 * chunk, 0x21);
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  vm->RemovePieceListener(&listener);
+  ASSERT_TRUE(vm->FinishUnmaps().ok());
 }
 
 TEST(CudaVirtualMemoryTest, RejectsMisuse) {
@@ -218,8 +298,11 @@ TEST(CudaVirtualMemoryTest, ListenersFollowPiecesAndLookupsFindThem) {
   // A failed map tells nobody.
   EXPECT_FALSE(vm->MapPieces(p + 4 * chunk, 4 * chunk, 4 * chunk).ok());
   EXPECT_EQ(listener.mapped.size(), 2u);
-  // Unmapping tells the listener before the memory goes, piece by piece.
+  // Unmapping tells the listener before the memory goes, piece by piece (on the
+  // unmapping thread: FinishUnmaps waits for it). The piece is gone from lookups at once.
   ASSERT_TRUE(vm->Unmap(p + 4 * chunk, 2 * chunk).ok());
+  EXPECT_FALSE(vm->PieceContaining(p + 5 * chunk).has_value());
+  ASSERT_TRUE(vm->FinishUnmaps().ok());
   ASSERT_EQ(listener.unmapping.size(), 1u);
   EXPECT_EQ(listener.unmapping[0], listener.mapped[1]);
   EXPECT_TRUE(listener.all_readable);
@@ -227,6 +310,7 @@ TEST(CudaVirtualMemoryTest, ListenersFollowPiecesAndLookupsFindThem) {
   // A removed listener hears nothing more.
   vm->RemovePieceListener(&listener);
   ASSERT_TRUE(vm->Unmap(p, 4 * chunk).ok());
+  ASSERT_TRUE(vm->FinishUnmaps().ok());
   EXPECT_EQ(listener.unmapping.size(), 1u);
   // The destructor unmaps what is left, telling its listeners first.
   RecordingListener last;

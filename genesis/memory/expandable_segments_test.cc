@@ -299,6 +299,73 @@ TEST(ExpandableSegmentsTest, MapFailuresLeaveThePoolConsistent) {
   p.Free(c);
 }
 
+// Unmapped memory may come back late (CudaVirtualMemory unmaps on a thread of its own
+// once the device's queued work is done). TestBackend's lazy unmaps keep it counted
+// until somebody waits for it: whatever needs that memory must wait.
+TEST(ExpandableSegmentsTest, MemoryThatComesBackLateIsWaitedForWhereNeeded) {
+  auto make = [](size_t capacity) {
+    TestBackend::Options o;
+    o.capacity = capacity;
+    o.virtual_memory = true;
+    o.lazy_unmaps = true;
+    o.device = Device::Cuda(0);
+    o.kind = MemoryKind::kDevice;
+    auto backend = std::make_unique<TestBackend>(o);
+    Pool p;
+    p.state = backend->state();
+    AllocatorOptions options;
+    options.thread_cache_blocks = 0;
+    auto pool = CachingAllocator::Create(std::move(backend), options,
+                                         std::make_unique<FakeStreamEvents>());
+    EXPECT_TRUE(pool.ok()) << pool.status();
+    if (pool.ok()) p.pool = *std::move(pool);
+    return p;
+  };
+  {
+    SCOPED_TRACE("memory moved at the capacity");
+    Pool p = make(32 * kMiB);
+    void* a = p.Alloc(8 * kMiB);
+    void* b = p.Alloc(8 * kMiB);
+    void* c = p.Alloc(8 * kMiB);
+    p.Free(b);
+    // b's 8 MiB are unmapped to make room, and the 12 MiB mapped at the end need them
+    // back: 24 + 12 MiB would pass the capacity.
+    void* d = p.Alloc(12 * kMiB);
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(p.pool->Stats().num_unmaps, 1);
+    EXPECT_EQ(p.state->pending_unmap_bytes(), 0u);
+    EXPECT_EQ(p.state->live_bytes(), 28 * kMiB);
+    for (void* x : {a, c, d}) p.Free(x);
+    EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  }
+  {
+    SCOPED_TRACE("a classic segment after the cache was released");
+    Pool p = make(23 * kMiB);
+    void* a = p.Alloc(2 * kMiB);  // Keeps the range (and its reservation) alive.
+    p.Free(p.Alloc(20 * kMiB));
+    // The small pool's 2 MiB segment does not fit beside the cached 20 MiB: the OOM
+    // path unmaps them and must wait for their memory before asking again.
+    void* small = p.Alloc(1024);
+    ASSERT_NE(small, nullptr);
+    EXPECT_EQ(p.pool->Stats().num_alloc_retries, 1);
+    EXPECT_EQ(p.state->live_bytes(), 4 * kMiB);
+    p.Free(small);
+    p.Free(a);
+    EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  }
+  {
+    SCOPED_TRACE("EmptyCache");
+    Pool p = make(kNoLimit);
+    void* a = p.Alloc(8 * kMiB);
+    p.Free(p.Alloc(16 * kMiB));
+    ASSERT_TRUE(p.pool->EmptyCache().ok());
+    // What EmptyCache gave back is back when it returns.
+    EXPECT_EQ(p.state->pending_unmap_bytes(), 0u);
+    EXPECT_EQ(p.state->live_bytes(), 8 * kMiB);
+    p.Free(a);
+  }
+}
+
 TEST(ExpandableSegmentsTest, MemoryFractionCapsMappedMemory) {
   AllocatorOptions options;
   options.memory_fraction = 0.5;

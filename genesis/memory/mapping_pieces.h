@@ -91,9 +91,11 @@ class PieceMap {
 };
 
 // Hears of pieces as an implementation of VirtualMemory maps and unmaps them (where it
-// offers listeners: CudaVirtualMemory). Calls come on the thread that maps or unmaps,
-// which may hold the memory pool's lock: a listener returns promptly, never calls back
-// into the VirtualMemory or its pool, and never adds or removes listeners.
+// offers listeners: CudaVirtualMemory). OnMapped comes on the thread that maps, which
+// may hold the memory pool's lock; OnUnmapping on the thread that unmaps, which may be
+// the implementation's own (CudaVirtualMemory's), while the pool's threads go on, and
+// which maps wait for. Either way a listener returns promptly, never calls back into
+// the VirtualMemory or its pool, and never adds or removes listeners.
 class PieceListener {
  public:
   virtual ~PieceListener() = default;

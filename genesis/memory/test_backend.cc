@@ -58,8 +58,9 @@ int64_t TestBackend::State::live_reservations() const {
 // HostVirtualMemory under the backend's capacity, failure injection and counters.
 class TestBackend::CountingVirtualMemory : public VirtualMemory {
  public:
-  CountingVirtualMemory(std::unique_ptr<HostVirtualMemory> vm, std::shared_ptr<State> state)
-      : vm_(std::move(vm)), state_(std::move(state)) {}
+  CountingVirtualMemory(std::unique_ptr<HostVirtualMemory> vm, std::shared_ptr<State> state,
+                        bool lazy_unmaps)
+      : vm_(std::move(vm)), state_(std::move(state)), lazy_unmaps_(lazy_unmaps) {}
 
   size_t granularity() const override { return vm_->granularity(); }
 
@@ -76,13 +77,26 @@ class TestBackend::CountingVirtualMemory : public VirtualMemory {
     vm_->Unreserve(base, bytes);
     std::lock_guard<std::mutex> lock(state_->mu_);
     --state_->live_reservations_;
+    state_->FinishUnmapsLocked();
   }
 
   absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece) override {
     State& s = *state_;
     {
       std::lock_guard<std::mutex> lock(s.mu_);
-      if (absl::Status st = s.TakeLocked(bytes, "Map"); !st.ok()) return st;
+      const auto start = reinterpret_cast<uintptr_t>(ptr);
+      bool over_pending = false;
+      for (const auto& [p, n] : s.pending_unmaps_) {
+        over_pending = over_pending || (p < start + bytes && start < p + n);
+      }
+      if (over_pending) s.FinishUnmapsLocked();
+      absl::Status st = s.TakeLocked(bytes, "Map");
+      if (absl::IsResourceExhausted(st) && s.pending_unmap_bytes_ > 0) {
+        --s.failed_allocs_;  // Not a failure yet: the memory is on its way back.
+        s.FinishUnmapsLocked();
+        st = s.TakeLocked(bytes, "Map");
+      }
+      if (!st.ok()) return st;
     }
     absl::Status status = vm_->MapPieces(ptr, bytes, max_piece);
     std::lock_guard<std::mutex> lock(s.mu_);
@@ -110,13 +124,25 @@ class TestBackend::CountingVirtualMemory : public VirtualMemory {
     }
     ++s.unmap_calls_;
     s.mapped_bytes_ -= bytes;
-    s.live_bytes_ -= bytes;
+    if (lazy_unmaps_) {
+      s.pending_unmaps_.emplace_back(reinterpret_cast<uintptr_t>(ptr), bytes);
+      s.pending_unmap_bytes_ += bytes;
+    } else {
+      s.live_bytes_ -= bytes;
+    }
     return status;
+  }
+
+  absl::Status FinishUnmaps() override {
+    std::lock_guard<std::mutex> lock(state_->mu_);
+    state_->FinishUnmapsLocked();
+    return absl::OkStatus();
   }
 
  private:
   std::unique_ptr<HostVirtualMemory> vm_;
   std::shared_ptr<State> state_;
+  const bool lazy_unmaps_;
 };
 
 absl::Status TestBackend::State::TakeLocked(size_t bytes, const char* what) {
@@ -134,6 +160,17 @@ absl::Status TestBackend::State::TakeLocked(size_t bytes, const char* what) {
   live_bytes_ += bytes;
   return absl::OkStatus();
 }
+void TestBackend::State::FinishUnmapsLocked() {
+  live_bytes_ -= pending_unmap_bytes_;
+  pending_unmap_bytes_ = 0;
+  pending_unmaps_.clear();
+}
+
+size_t TestBackend::State::pending_unmap_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_unmap_bytes_;
+}
+
 std::vector<std::string> TestBackend::State::violations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return violations_;
@@ -154,7 +191,8 @@ TestBackend::TestBackend(Options options)
       std::fprintf(stderr, "TestBackend: %s\n", std::string(vm.status().message()).c_str());
       std::abort();
     }
-    vm_ = std::make_unique<CountingVirtualMemory>(*std::move(vm), state_);
+    vm_ = std::make_unique<CountingVirtualMemory>(*std::move(vm), state_,
+                                                  options_.lazy_unmaps);
   }
 }
 

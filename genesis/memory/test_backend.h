@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -47,6 +48,11 @@ class TestBackend : public Backend {
     // Offer virtual memory (expandable segments) with this granularity.
     bool virtual_memory = false;
     size_t granularity = size_t{2} << 20;
+    // Unmapped memory stays counted against the capacity (as memory on its way back
+    // after CudaVirtualMemory::Unmap returned) until FinishUnmaps, a Map over it or one
+    // that needs it, or Unreserve: the latest CUDA's unmapping thread can be, so that
+    // tests see what must wait for it. AllocateSegment never waits for it.
+    bool lazy_unmaps = false;
   };
 
   // Everything the backend counts. Shared, so a test can read it after the pool (which
@@ -65,6 +71,8 @@ class TestBackend : public Backend {
     int64_t unmap_calls() const;
     size_t mapped_bytes() const;
     int64_t live_reservations() const;
+    // Options::lazy_unmaps: bytes unmapped whose memory is not back yet.
+    size_t pending_unmap_bytes() const;
     // Contract violations seen (a FreeSegment of an unknown pointer or with the wrong
     // size), one readable line each; empty when the pool behaved.
     std::vector<std::string> violations() const;
@@ -73,6 +81,8 @@ class TestBackend : public Backend {
     friend class TestBackend;
     // Fails (injected failure, capacity) or adds `bytes` to live_bytes_. Needs mu_.
     absl::Status TakeLocked(size_t bytes, const char* what);
+    // Gives back the memory of every pending unmap. Needs mu_.
+    void FinishUnmapsLocked();
     mutable std::mutex mu_;
     int64_t segment_allocs_ = 0;
     int64_t segment_frees_ = 0;
@@ -82,6 +92,8 @@ class TestBackend : public Backend {
     int64_t unmap_calls_ = 0;
     size_t mapped_bytes_ = 0;
     int64_t live_reservations_ = 0;
+    std::vector<std::pair<uintptr_t, size_t>> pending_unmaps_;  // Lazy unmaps not back.
+    size_t pending_unmap_bytes_ = 0;
     absl::flat_hash_map<uintptr_t, size_t> live_;
     std::vector<std::string> violations_;
     size_t capacity_ = kNoLimit;

@@ -60,8 +60,15 @@ class VirtualMemory {
 
   // Unmaps [ptr, ptr + bytes), which must be made of whole pieces that MapPieces mapped
   // (InvalidArgument naming the piece otherwise, and nothing is unmapped), and returns
-  // their physical memory. The caller guarantees that no work still uses it.
+  // their physical memory. The caller guarantees that no work it has not yet queued
+  // will use it. Implementations may finish the unmapping after returning (on CUDA, a
+  // thread of its own waits for the device's queued work first); the range may be
+  // mapped again at once all the same, and FinishUnmaps waits for the memory.
   virtual absl::Status Unmap(void* ptr, size_t bytes) = 0;
+
+  // Returns once the memory of every earlier Unmap is back with the device, with the
+  // first error that finishing one of them met since the last call (OK if none).
+  virtual absl::Status FinishUnmaps() { return absl::OkStatus(); }
 
   // The bounds [first, second) of the mapped piece that contains `p`, so that a caller
   // can narrow a range it wants to unmap to whole pieces. For an address in no piece,

@@ -103,6 +103,8 @@ absl::StatusOr<Block*> CentralPool::AllocateAfterOomLocked(size_t size, size_t r
     return b;
   }
   releaser_.ReleaseFreeSegments([] { return false; }, sink);
+  // The backend is asked again only once that memory is back.
+  GENESIS_RETURN_IF_ERROR(releaser_.FinishUnmaps());
   stats_.Count(kNumAllocRetries);
   absl::StatusOr<Block*> b = growth_.NewSpace(size, segment_size, pool, stream, sink, why);
   if (b.ok()) {
@@ -165,6 +167,8 @@ void CentralPool::ReturnCachedBlockLocked(Block* b) {
 absl::Status CentralPool::ReleaseCacheLocked(bool wait, Sink* sink) {
   absl::Status status = ProcessEventsLocked(wait);
   releaser_.ReleaseFreeSegments([] { return false; }, sink);
+  // Memory given back is with the device when EmptyCache returns.
+  status.Update(releaser_.FinishUnmaps());
   return status;
 }
 

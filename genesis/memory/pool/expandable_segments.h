@@ -68,6 +68,9 @@ class ExpandableSegmentSet {
                          Sink* sink);
   // Gives back the ranges that have nothing mapped.
   void ReleaseEmptyRanges();
+  // Waits until the memory of every unmap is back with the device
+  // (VirtualMemory::FinishUnmaps), with the error of one that failed.
+  absl::Status FinishUnmaps() { return vm_.FinishUnmaps(); }
   // Unmaps what is mapped in `s` and gives its range back, whatever its blocks
   // (destruction).
   void Destroy(const Segment* s);

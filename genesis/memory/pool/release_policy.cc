@@ -54,6 +54,10 @@ void SegmentReleaser::ReleaseFreeSegments(const std::function<bool()>& done, Sin
   }
 }
 
+absl::Status SegmentReleaser::FinishUnmaps() {
+  return expandable_ != nullptr ? expandable_->FinishUnmaps() : absl::OkStatus();
+}
+
 void SegmentReleaser::EnforceCacheLimit(Sink* sink) {
   if (opt_.cache_limit == kNoLimit) return;
   ReleaseFreeSegments(

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
 #include "absl/functional/function_ref.h"
 #include "genesis/memory/allocator_options.h"
 #include "genesis/memory/pool/block.h"
@@ -52,6 +53,9 @@ class SegmentReleaser {
   // releases fully free classic segments in ReleaseOrder, until `done()` (checked
   // before each step) or nothing is left.
   void ReleaseFreeSegments(const std::function<bool()>& done, Sink* sink);
+  // Waits until what ReleaseFreeSegments unmapped is back with the device (expandable
+  // segments may give memory back after their unmap returned); an unmap's error.
+  absl::Status FinishUnmaps();
   // ReleaseFreeSegments until cached bytes are within cache_limit (if set).
   void EnforceCacheLimit(Sink* sink);
   // ReleaseFreeSegments until a new segment of `segment_size` fits under

@@ -89,14 +89,10 @@ class TestBackend::CountingVirtualMemory : public VirtualMemory {
       for (const auto& [p, n] : s.pending_unmaps_) {
         over_pending = over_pending || (p < start + bytes && start < p + n);
       }
-      if (over_pending) s.FinishUnmapsLocked();
-      absl::Status st = s.TakeLocked(bytes, "Map");
-      if (absl::IsResourceExhausted(st) && s.pending_unmap_bytes_ > 0) {
-        --s.failed_allocs_;  // Not a failure yet: the memory is on its way back.
-        s.FinishUnmapsLocked();
-        st = s.TakeLocked(bytes, "Map");
-      }
-      if (!st.ok()) return st;
+      // A map over pending memory, or one that needs it, waits for it.
+      const bool needs_pending = bytes > s.capacity_ || s.live_bytes_ > s.capacity_ - bytes;
+      if (over_pending || needs_pending) s.FinishUnmapsLocked();
+      if (absl::Status st = s.TakeLocked(bytes, "Map"); !st.ok()) return st;
     }
     absl::Status status = vm_->MapPieces(ptr, bytes, max_piece);
     std::lock_guard<std::mutex> lock(s.mu_);

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/status/status.h"
 #include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "genesis/memory/allocator_options.h"
 #include "genesis/memory/pool/block.h"
 #include "genesis/memory/pool/classic_segments.h"

@@ -122,6 +122,7 @@ const Key kKeys[] = {
     GENESIS_SIZE_KEY(large_segment_size),
     GENESIS_SIZE_KEY(large_segment_threshold),
     GENESIS_SIZE_KEY(large_segment_rounding),
+    GENESIS_SIZE_KEY(large_segment_max),
     {"roundup_power2_divisions",
      [](std::string_view value, AllocConfig& config) {
        int divisions = 0;
@@ -350,6 +351,7 @@ std::string FormatAllocConfig(const AllocConfig& config) {
       ",large_segment_size:", FormatByteSizeExact(o.large_segment_size),
       ",large_segment_threshold:", FormatByteSizeExact(o.large_segment_threshold),
       ",large_segment_rounding:", FormatByteSizeExact(o.large_segment_rounding),
+      ",large_segment_max:", FormatByteSizeExact(o.large_segment_max),
       ",roundup_power2_divisions:", o.roundup_power2_divisions,
       ",max_split_size:", FormatLimit(o.max_split_size),
       ",memory_fraction:", FormatNumber(o.memory_fraction),

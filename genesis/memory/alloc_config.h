@@ -21,6 +21,7 @@
 // | large_segment_size           | size > 0                             | 20MiB   |
 // | large_segment_threshold      | size > 0                             | 10MiB   |
 // | large_segment_rounding       | size > 0                             | 2MiB    |
+// | large_segment_max            | size > 0                             | 256MiB  |
 // | roundup_power2_divisions     | 0, or a power of two <= 64           | 0       |
 // | max_split_size               | size, or `none`                      | none    |
 // | memory_fraction              | number in (0, 1]                     | 1       |
@@ -41,6 +42,11 @@
 //   large_segment_size            large requests below large_segment_threshold share
 //                                 segments of this size; larger requests get a segment
 //                                 of their own, rounded up to large_segment_rounding.
+//   large_segment_max             shared large segments grow with the pool up to this
+//                                 size: a new one is an eighth of reserved memory
+//                                 (a power of two), and requests below half of it
+//                                 share it; at or below large_segment_size, segments
+//                                 keep their fixed sizes, as in PyTorch.
 //   roundup_power2_divisions      N > 0: sizes round up to one of N steps between
 //                                 consecutive powers of two (as in PyTorch), so that
 //                                 slightly varying sizes reuse the same blocks.

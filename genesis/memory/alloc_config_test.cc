@@ -28,6 +28,7 @@ void ExpectSameConfig(const AllocConfig& a, const AllocConfig& b) {
   EXPECT_EQ(x.large_segment_size, y.large_segment_size);
   EXPECT_EQ(x.large_segment_threshold, y.large_segment_threshold);
   EXPECT_EQ(x.large_segment_rounding, y.large_segment_rounding);
+  EXPECT_EQ(x.large_segment_max, y.large_segment_max);
   EXPECT_EQ(x.roundup_power2_divisions, y.roundup_power2_divisions);
   EXPECT_EQ(x.max_split_size, y.max_split_size);
   EXPECT_EQ(x.memory_fraction, y.memory_fraction);
@@ -90,13 +91,14 @@ TEST(ParseAllocConfigTest, EverySizeKey) {
   const AllocConfig config = Parsed(
       "block_rounding:1KiB,small_size_limit:512k,small_segment_size:4MiB,"
       "large_segment_size:64MiB,large_segment_threshold:32MiB,"
-      "large_segment_rounding:1MiB");
+      "large_segment_rounding:1MiB,large_segment_max:1GiB");
   EXPECT_EQ(config.options.block_rounding, kKiB);
   EXPECT_EQ(config.options.small_size_limit, 512 * kKiB);
   EXPECT_EQ(config.options.small_segment_size, 4 * kMiB);
   EXPECT_EQ(config.options.large_segment_size, 64 * kMiB);
   EXPECT_EQ(config.options.large_segment_threshold, 32 * kMiB);
   EXPECT_EQ(config.options.large_segment_rounding, kMiB);
+  EXPECT_EQ(config.options.large_segment_max, kGiB);
 }
 
 TEST(ParseAllocConfigTest, WhitespaceAroundTokens) {
@@ -211,7 +213,8 @@ TEST(ParseAllocConfigTest, UnknownKeyListsTheValidOnes) {
   EXPECT_TRUE(Contains(message, "column 21")) << message;
   for (std::string_view key :
        {"block_rounding", "small_size_limit", "small_segment_size", "large_segment_size",
-        "large_segment_threshold", "large_segment_rounding", "roundup_power2_divisions",
+        "large_segment_threshold", "large_segment_rounding", "large_segment_max",
+        "roundup_power2_divisions",
         "max_split_size", "memory_fraction", "cache_limit", "garbage_collection_threshold",
         "warm_up", "adaptive_caching", "pinned_mode"}) {
     EXPECT_TRUE(Contains(message, key)) << key;
@@ -252,7 +255,8 @@ TEST(FormatAllocConfigTest, Defaults) {
   EXPECT_EQ(FormatAllocConfig(AllocConfig{}),
             "block_rounding:512,small_size_limit:1MiB,small_segment_size:2MiB,"
             "large_segment_size:20MiB,large_segment_threshold:10MiB,"
-            "large_segment_rounding:2MiB,roundup_power2_divisions:0,max_split_size:none,"
+            "large_segment_rounding:2MiB,large_segment_max:256MiB,roundup_power2_divisions:0,"
+            "max_split_size:none,"
             "memory_fraction:1,cache_limit:none,garbage_collection_threshold:0,"
             "warm_up:none,thread_cache_blocks:8,thread_cache_bytes:64MiB,adaptive_caching:true,"
             "expandable_segments:auto,expandable_piece_size:32MiB,pinned_mode:alloc");
@@ -266,6 +270,7 @@ TEST(FormatAllocConfigTest, RoundTripsWhateverTheBase) {
   custom.options.large_segment_size = 7 * kGiB;
   custom.options.large_segment_threshold = 123456789;
   custom.options.large_segment_rounding = kKiB;
+  custom.options.large_segment_max = 3 * kGiB + 512;
   custom.options.roundup_power2_divisions = 16;
   custom.options.max_split_size = 0;
   custom.options.memory_fraction = 0.1 + 0.2;  // Not a short decimal.

@@ -35,6 +35,15 @@ struct AllocatorOptions {
   size_t large_segment_size = 20 * kMiB;
   size_t large_segment_threshold = 10 * kMiB;
   size_t large_segment_rounding = 2 * kMiB;
+  // Shared large segments grow with the pool (classic segments only): a new one is an
+  // eighth of the reserved memory, rounded down to a power of two, but no smaller than
+  // large_segment_size and no larger than this; requests below half of it (or below
+  // large_segment_threshold, if that is more) share it. So a pool that holds gigabytes
+  // asks the backend for memory in a few large calls, while a small one stays at
+  // large_segment_size. Where the backend has no room for a grown segment, the request
+  // gets the segment it would have had without growth. At or below large_segment_size:
+  // fixed sizes, as in PyTorch.
+  size_t large_segment_max = 256 * kMiB;
   // 0: plain rounding. N (a power of two): sizes are rounded up to one of N steps
   // between consecutive powers of two, like PyTorch's roundup_power2_divisions, so
   // that slightly varying sizes reuse the same blocks.

@@ -395,6 +395,9 @@ TEST(CachingAllocatorTest, ValidatesOptionsNamingTheValue) {
   o.large_segment_rounding = 3 * kMiB;
   check(o, "large_segment_rounding = 3145728");
   o = {};
+  o.large_segment_max = 20 * kMiB + 100;
+  check(o, "large_segment_max = 20971620");
+  o = {};
   o.thread_cache_blocks = -1;
   check(o, "thread_cache_blocks = -1");
   EXPECT_FALSE(CachingAllocator::Create(nullptr, {}).ok());

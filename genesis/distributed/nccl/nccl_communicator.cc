@@ -236,7 +236,8 @@ struct Comm {
 
   const GroupInfo info;
   internal::GroupHealth health;
-  // Serialises calls on `comm` and `control` (a communicator is not thread-safe).
+  // Serialises calls on `comm` and `control` (a communicator is not thread-safe), among
+  // them the deregistrations that come on the device's unmapping thread.
   std::mutex mu;
   // Operations run on `comm`. `control` is non-blocking, so that creating the group and
   // splitting it never wait past the timeout; it is `comm` itself when nccl_blocking is

@@ -15,6 +15,12 @@
 // find a piece, register one and deregister a handle, so its bookkeeping is tested on
 // any machine. Thread-safe; the register and deregister functions are called with the
 // cache's lock held (take no lock in them that a thread may hold while calling Prepare).
+// OnUnmapping comes on the device's unmapping thread (cuda_virtual_memory.h), not on
+// the thread that issues operations, so the deregister function must serialise with
+// the communicator's other calls: NCCL lets several threads operate a communicator
+// only one at a time (NcclCommunicator takes its lock around every call). The piece
+// is deregistered before its memory is unmapped, and while the unmapping thread is in
+// OnUnmapping the pool can map nothing over it.
 #ifndef GENESIS_DISTRIBUTED_NCCL_REGISTRATION_CACHE_H_
 #define GENESIS_DISTRIBUTED_NCCL_REGISTRATION_CACHE_H_
 

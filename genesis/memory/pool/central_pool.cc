@@ -49,7 +49,7 @@ CentralPool::CentralPool(Backend& backend, const AllocatorOptions& options,
       classic_(backend, free_, segments_, stats, allowed_max_),
       expandable_(MakeExpandable(backend, options, total_bytes, free_, segments_, stats)),
       releaser_(options, total_bytes, free_, classic_, expandable_.get(), stats),
-      growth_(classic_, expandable_.get(), releaser_, segments_, stats),
+      growth_(opt_, classic_, expandable_.get(), releaser_, segments_, stats),
       pending_(events) {}
 
 CentralPool::~CentralPool() {

@@ -42,6 +42,11 @@ absl::Status ValidateOptions(const AllocatorOptions& o) {
                             ") and >= large_segment_threshold (",
                             o.large_segment_threshold, ")"));
   }
+  if (o.large_segment_max == 0 || o.large_segment_max % o.block_rounding != 0) {
+    return bad(absl::StrCat("large_segment_max = ", o.large_segment_max,
+                            " must be a positive multiple of block_rounding (",
+                            o.block_rounding, ")"));
+  }
   if (!std::has_single_bit(o.expandable_piece_size)) {
     return bad(absl::StrCat("expandable_piece_size = ", o.expandable_piece_size,
                             " must be a power of two"));

@@ -2,14 +2,17 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
+#include "genesis/memory/pool/size_classes.h"
 #include "genesis/memory/pool/stat_index.h"
 
 namespace genesis::memory::pool_internal {
 
-SegmentGrowth::SegmentGrowth(ClassicSegments& classic, ExpandableSegmentSet* expandable,
-                             SegmentReleaser& releaser, const SegmentMap& segments,
-                             const PoolStats& stats)
-    : classic_(classic),
+SegmentGrowth::SegmentGrowth(const AllocatorOptions& options, ClassicSegments& classic,
+                             ExpandableSegmentSet* expandable, SegmentReleaser& releaser,
+                             const SegmentMap& segments, const PoolStats& stats)
+    : opt_(options),
+      classic_(classic),
       expandable_(expandable),
       releaser_(releaser),
       segments_(segments),
@@ -17,10 +20,28 @@ SegmentGrowth::SegmentGrowth(ClassicSegments& classic, ExpandableSegmentSet* exp
 
 absl::StatusOr<Block*> SegmentGrowth::NewSpace(size_t size, size_t segment_size, int pool,
                                                StreamId stream, Sink* sink, OomReason* why) {
-  if (expandable_ != nullptr) {
-    if (pool == kLarge) return expandable_->Expand(size, stream, sink, why);
-  } else if (static_cast<int64_t>(segment_size) + stats_.GaugeNow(kReservedBytes, kAllPools) >
-             segments_.high_water()) {
+  if (expandable_ != nullptr && pool == kLarge) {
+    return expandable_->Expand(size, stream, sink, why);
+  }
+  if (expandable_ == nullptr && pool == kLarge) {
+    const size_t grown = GrownSegmentSize(
+        size, segment_size, static_cast<size_t>(stats_.GaugeNow(kReservedBytes, kAllPools)),
+        opt_);
+    if (grown != segment_size) {
+      absl::StatusOr<Block*> b = NewClassic(grown, pool, stream, sink, why);
+      // Where a grown segment does not fit, the one the block needs may.
+      if (b.ok() || !absl::IsResourceExhausted(b.status())) return b;
+    }
+  }
+  return NewClassic(segment_size, pool, stream, sink, why);
+}
+
+absl::StatusOr<Block*> SegmentGrowth::NewClassic(size_t segment_size, int pool,
+                                                 StreamId stream, Sink* sink,
+                                                 OomReason* why) {
+  if (expandable_ == nullptr &&
+      static_cast<int64_t>(segment_size) + stats_.GaugeNow(kReservedBytes, kAllPools) >
+          segments_.high_water()) {
     // Classic segments: beyond the reserved high-water mark, fully free segments (least
     // recently used first) go back before the backend is asked for more, so that peak
     // reserved memory follows peak allocated memory instead of keeping segments no

@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "genesis/memory/allocator_options.h"
 #include "genesis/memory/pool/block.h"
@@ -24,13 +26,14 @@ constexpr size_t kChunk = 64 * 1024;
 // Growth over a TestBackend, with or without expandable segments (64 KiB chunks).
 class SegmentGrowthTest : public SegmentTestBase {
  protected:
-  void Make(bool expandable) {
+  void Make(bool expandable, size_t allowed_max = kNoLimit) {
     TestBackend::Options o;
     o.virtual_memory = expandable;
     o.granularity = kChunk;
     o.total_bytes = 64 * kMiB;
     backend_ = std::make_unique<TestBackend>(o);
-    classic_ = std::make_unique<ClassicSegments>(*backend_, free_, segments_, stats_, kNoLimit);
+    classic_ =
+        std::make_unique<ClassicSegments>(*backend_, free_, segments_, stats_, allowed_max);
     if (expandable) {
       expandable_ = std::make_unique<ExpandableSegmentSet>(
           *backend_, *backend_->virtual_memory(), 64 * kMiB, /*max_piece=*/kChunk, free_,
@@ -38,8 +41,8 @@ class SegmentGrowthTest : public SegmentTestBase {
     }
     releaser_ = std::make_unique<SegmentReleaser>(options_, 64 * kMiB, free_, *classic_,
                                                   expandable_.get(), stats_);
-    growth_ = std::make_unique<SegmentGrowth>(*classic_, expandable_.get(), *releaser_,
-                                              segments_, stats_);
+    growth_ = std::make_unique<SegmentGrowth>(options_, *classic_, expandable_.get(),
+                                              *releaser_, segments_, stats_);
   }
   ~SegmentGrowthTest() override {
     for (auto& [addr, s] : segments_) {
@@ -51,11 +54,23 @@ class SegmentGrowthTest : public SegmentTestBase {
       DeleteSegmentRecords(s);
     }
   }
-  Block* Grow(size_t size, size_t segment_size, int pool) {
+  absl::StatusOr<Block*> TryGrow(size_t size, size_t segment_size, int pool) {
     OomReason why;
-    absl::StatusOr<Block*> b = growth_->NewSpace(size, segment_size, pool, 0, nullptr, &why);
+    return growth_->NewSpace(size, segment_size, pool, 0, nullptr, &why);
+  }
+  Block* Grow(size_t size, size_t segment_size, int pool) {
+    absl::StatusOr<Block*> b = TryGrow(size, segment_size, pool);
     EXPECT_TRUE(b.ok()) << b.status();
     return b.ok() ? *b : nullptr;
+  }
+  // Takes the whole of a new block, so that its segment stays.
+  void Hold(Block* b) { free_.Take(b, b->size, b->size); }
+  // Options where shared large segments are 2 MiB and grow up to 16 MiB (an eighth of
+  // 32 MiB reserved is 4 MiB).
+  void SmallSegments() {
+    options_.large_segment_size = 2 * kMiB;
+    options_.large_segment_threshold = kMiB;
+    options_.large_segment_max = 16 * kMiB;
   }
 
   std::unique_ptr<TestBackend> backend_;
@@ -101,6 +116,53 @@ TEST_F(SegmentGrowthTest, WithoutExpandableSegmentsTheBackendGetsWholeSegments) 
   EXPECT_EQ(growth_->BackendRequest(100 * 1024, 20 * kMiB, kLarge), 20 * kMiB);
   Block* large = Grow(100 * 1024, 20 * kMiB, kLarge);
   EXPECT_EQ(large->size, 20 * kMiB);
+}
+
+TEST_F(SegmentGrowthTest, SharedLargeSegmentsGrowWithThePool) {
+  SmallSegments();
+  Make(/*expandable=*/false);
+  Hold(Grow(24 * kMiB, 24 * kMiB, kLarge));  // An eighth of 24 MiB: 2 MiB, no growth.
+  Block* shared = Grow(kMiB, 2 * kMiB, kLarge);
+  EXPECT_EQ(shared->segment->size, 2 * kMiB);
+  Hold(shared);
+  Hold(Grow(6 * kMiB, 6 * kMiB, kLarge));  // 32 MiB reserved now.
+  shared = Grow(kMiB, 2 * kMiB, kLarge);
+  EXPECT_EQ(shared->segment->size, 4 * kMiB);
+  Hold(shared);
+  // Blocks of half the grown size or more keep their own segment.
+  EXPECT_EQ(Grow(2 * kMiB, 2 * kMiB, kLarge)->segment->size, 2 * kMiB);
+  // The small pool never grows.
+  EXPECT_EQ(Grow(4096, 2 * kMiB, kSmall)->segment->size, 2 * kMiB);
+  EXPECT_EQ(backend_->state()->segment_allocs(), 6);
+}
+
+TEST_F(SegmentGrowthTest, AGrownSegmentThatDoesNotFitFallsBackToTheBlocksOwn) {
+  SmallSegments();
+  // The backend out of memory.
+  Make(/*expandable=*/false);
+  Hold(Grow(32 * kMiB, 32 * kMiB, kLarge));
+  backend_->FailNextAllocations(1);
+  Block* b = Grow(kMiB, 2 * kMiB, kLarge);
+  EXPECT_EQ(b->segment->size, 2 * kMiB);
+  EXPECT_EQ(backend_->state()->failed_allocs(), 1);
+  // Out of memory both times: the caller sees the second.
+  backend_->FailNextAllocations(2);
+  EXPECT_TRUE(absl::IsResourceExhausted(TryGrow(kMiB, 2 * kMiB, kLarge).status()));
+  EXPECT_EQ(backend_->state()->failed_allocs(), 3);
+  // Another error is no reason to try a smaller segment.
+  backend_->FailNextAllocations(1, absl::InternalError("broken"));
+  EXPECT_TRUE(absl::IsInternal(TryGrow(kMiB, 2 * kMiB, kLarge).status()));
+  EXPECT_EQ(backend_->state()->failed_allocs(), 4);
+}
+
+TEST_F(SegmentGrowthTest, AGrownSegmentBeyondTheMemoryFractionFallsBack) {
+  SmallSegments();
+  Make(/*expandable=*/false, /*allowed_max=*/35 * kMiB);
+  Hold(Grow(32 * kMiB, 32 * kMiB, kLarge));
+  Block* b = Grow(kMiB, 2 * kMiB, kLarge);  // 4 MiB would pass 35 MiB; 2 MiB does not.
+  EXPECT_EQ(b->segment->size, 2 * kMiB);
+  EXPECT_EQ(Reserved(), static_cast<int64_t>(34 * kMiB));
+  EXPECT_EQ(backend_->state()->failed_allocs(), 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "genesis/memory/pool/size_classes.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 
@@ -38,6 +39,17 @@ absl::StatusOr<size_t> SegmentSize(size_t size, int pool, const AllocatorOptions
         options.large_segment_rounding, " bytes"));
   }
   return rounded;
+}
+
+size_t GrownSegmentSize(size_t size, size_t segment_size, size_t reserved,
+                        const AllocatorOptions& options) {
+  // An eighth: a grown segment adds at most 12.5% to what the pool holds.
+  constexpr size_t kShareOfReserved = 8;
+  const size_t shared =
+      std::clamp(std::bit_floor(reserved / kShareOfReserved), options.large_segment_size,
+                 std::max(options.large_segment_max, options.large_segment_size));
+  if (shared == options.large_segment_size) return segment_size;
+  return size < std::max(shared / 2, options.large_segment_threshold) ? shared : segment_size;
 }
 
 }  // namespace genesis::memory::pool_internal

@@ -36,6 +36,13 @@ inline int PoolFor(size_t size, const AllocatorOptions& options) {
 // rounded up to large_segment_rounding (InvalidArgument on overflow).
 absl::StatusOr<size_t> SegmentSize(size_t size, int pool, const AllocatorOptions& options);
 
+// The size of a new classic segment for a large block of `size` when the pool has
+// `reserved` bytes, given `segment_size` = SegmentSize(size, kLarge, options): the
+// shared segment grown with the pool (large_segment_max, allocator_options.h) if the
+// block is small enough to share it, else `segment_size`.
+size_t GrownSegmentSize(size_t size, size_t segment_size, size_t reserved,
+                        const AllocatorOptions& options);
+
 }  // namespace genesis::memory::pool_internal
 
 #endif  // GENESIS_MEMORY_POOL_SIZE_CLASSES_H_

@@ -62,5 +62,37 @@ TEST(SizeClassesTest, PoolsAndSegmentSizes) {
               HasSubstr("overflows when rounded up to a segment of 2097152 bytes"));
 }
 
+TEST(SizeClassesTest, SharedLargeSegmentsGrowWithReservedMemory) {
+  AllocatorOptions o;  // 20 MiB shared below 10 MiB, up to 256 MiB.
+  constexpr size_t kGiB = size_t{1} << 30;
+  // Below 256 MiB reserved an eighth is under 32 MiB: the fixed sizes.
+  EXPECT_EQ(GrownSegmentSize(kMiB, 20 * kMiB, 0, o), 20 * kMiB);
+  EXPECT_EQ(GrownSegmentSize(12 * kMiB, 12 * kMiB, 256 * kMiB - 512, o), 12 * kMiB);
+  // 300 MiB: 32 MiB segments, shared by blocks below 16 MiB.
+  EXPECT_EQ(GrownSegmentSize(kMiB, 20 * kMiB, 300 * kMiB, o), 32 * kMiB);
+  EXPECT_EQ(GrownSegmentSize(16 * kMiB - 512, 16 * kMiB, 300 * kMiB, o), 32 * kMiB);
+  EXPECT_EQ(GrownSegmentSize(16 * kMiB, 16 * kMiB, 300 * kMiB, o), 16 * kMiB);
+  // 1 GiB: 128 MiB, shared below 64 MiB.
+  EXPECT_EQ(GrownSegmentSize(40 * kMiB, 40 * kMiB, kGiB, o), 128 * kMiB);
+  EXPECT_EQ(GrownSegmentSize(64 * kMiB, 64 * kMiB, kGiB, o), 64 * kMiB);
+  // No larger than large_segment_max, however much is reserved.
+  EXPECT_EQ(GrownSegmentSize(100 * kMiB, 100 * kMiB, 100 * kGiB, o), 256 * kMiB);
+  EXPECT_EQ(GrownSegmentSize(128 * kMiB, 128 * kMiB, 100 * kGiB, o), 128 * kMiB);
+  o.large_segment_max = 100 * kMiB;  // Need not be a power of two.
+  EXPECT_EQ(GrownSegmentSize(kMiB, 20 * kMiB, 100 * kGiB, o), 100 * kMiB);
+  // large_segment_threshold, where it is higher than half the grown size, still decides.
+  o.large_segment_threshold = 80 * kMiB;
+  o.large_segment_size = 80 * kMiB;
+  EXPECT_EQ(GrownSegmentSize(60 * kMiB, 80 * kMiB, 100 * kGiB, o), 100 * kMiB);
+  EXPECT_EQ(GrownSegmentSize(80 * kMiB, 80 * kMiB, 100 * kGiB, o), 80 * kMiB);
+  // At or below large_segment_size: fixed sizes, as in PyTorch.
+  o = AllocatorOptions();
+  o.large_segment_max = 20 * kMiB;
+  EXPECT_EQ(GrownSegmentSize(kMiB, 20 * kMiB, 100 * kGiB, o), 20 * kMiB);
+  EXPECT_EQ(GrownSegmentSize(12 * kMiB, 12 * kMiB, 100 * kGiB, o), 12 * kMiB);
+  o.large_segment_max = 512;
+  EXPECT_EQ(GrownSegmentSize(kMiB, 20 * kMiB, 100 * kGiB, o), 20 * kMiB);
+}
+
 }  // namespace
 }  // namespace genesis::memory::pool_internal

@@ -144,6 +144,7 @@ struct Interval {
 // Destinations must not overlap any other request's destination or source.
 absl::Status CheckOverlaps(absl::Span<const CopyRequest> requests) {
   std::vector<Interval> dsts;
+  dsts.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const CopyRequest& r = requests[i];
     if (r.bytes == 0) continue;
@@ -184,24 +185,46 @@ absl::Status CheckOverlaps(absl::Span<const CopyRequest> requests) {
   }
   // The destinations are now known to be disjoint, so sorted by start they are sorted
   // by end too: the first one on a device ending after a source's start is the only
-  // candidate to overlap it.
+  // candidate to overlap it. Sorted the same way, the sources meet their candidates in
+  // order, so one sweep finds them all; the error names the first request (in batch
+  // order) whose source is overlapped.
+  std::vector<Interval> srcs;
+  srcs.reserve(dsts.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const CopyRequest& r = requests[i];
     if (r.bytes == 0) continue;
     const auto s = reinterpret_cast<uintptr_t>(r.src);
-    const Interval src{DeviceKey(r.src_device), s, s + r.bytes, i};
-    auto it = std::lower_bound(
-        dsts.begin(), dsts.end(), src, [](const Interval& dst, const Interval& key) {
-          return std::tie(dst.device, dst.end) <= std::tie(key.device, key.begin);
-        });
-    if (it == dsts.end() || it->device != src.device || it->begin >= src.end) continue;
+    srcs.push_back({DeviceKey(r.src_device), s, s + r.bytes, i});
+  }
+  if (!std::is_sorted(srcs.begin(), srcs.end(), by_start)) {
+    std::sort(srcs.begin(), srcs.end(), by_start);
+  }
+  size_t first = SIZE_MAX;  // The first overlapped source's request,
+  size_t writer = 0;        // and the destination that overlaps it.
+  size_t candidate = 0;
+  for (const Interval& src : srcs) {
+    while (candidate < dsts.size() &&
+           std::tie(dsts[candidate].device, dsts[candidate].end) <=
+               std::tie(src.device, src.begin)) {
+      ++candidate;
+    }
+    if (candidate == dsts.size()) break;
+    const Interval& dst = dsts[candidate];
     // Not the request's own destination: CheckRequest rejected that.
-    const CopyRequest& w = requests[it->request];
+    if (dst.device == src.device && dst.begin < src.end && src.request < first) {
+      first = src.request;
+      writer = dst.request;
+    }
+  }
+  if (first != SIZE_MAX) {
+    const CopyRequest& r = requests[first];
+    const CopyRequest& w = requests[writer];
     return Invalid(
-        it->request, w,
+        writer, w,
         absl::StrCat("destination ", Range(reinterpret_cast<uintptr_t>(w.dst), w.bytes),
                      " on ", w.dst_device.ToString(), " overlaps the source ",
-                     Range(s, r.bytes), " of ", Describe(i, r)));
+                     Range(reinterpret_cast<uintptr_t>(r.src), r.bytes), " of ",
+                     Describe(first, r)));
   }
   return absl::OkStatus();
 }

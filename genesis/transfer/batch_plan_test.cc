@@ -748,6 +748,34 @@ TEST(PlanBatchErrorTest, DestinationOverlapsAnotherSource) {
   EXPECT_TRUE(PlanBatch(requests, Gpus(2)).ok());
 }
 
+TEST(PlanBatchErrorTest, OfSeveralOverlappedSourcesTheFirstInTheBatchIsNamed) {
+  // Sources and destinations out of address order, as in a shuffled batch: requests
+  // 1 and 2 have their sources overlapped (by the destinations of 3 and 0); request 1's
+  // source has the higher address, and it is the one named.
+  std::vector<CopyRequest> requests = {
+      {At(0x50000), kGpu0, false, At(0x30000), kGpu0, false, 0x100},
+      {At(0x70000), kGpu0, false, At(0x10000), kGpu0, false, 0x100},
+      {At(0x30080), kGpu0, false, At(0x90000), kGpu0, false, 0x100},
+      {At(0x60000), kGpu0, false, At(0x70010), kGpu0, false, 0x10},
+  };
+  ExpectInvalid(requests, Gpus(1),
+                {"request 3 (cuda:0 -> cuda:0, 16 bytes)",
+                 "destination [0x70010, 0x70020) on cuda:0",
+                 "overlaps the source [0x70000, 0x70100) of request 1"});
+  // Without that one, request 2's.
+  requests[3].dst = At(0xa0000);
+  ExpectInvalid(requests, Gpus(1),
+                {"request 0", "overlaps the source [0x30080, 0x30180) of request 2"});
+  // Many disjoint pieces, sources between the destinations, in a scrambled order: none.
+  requests.clear();
+  for (uintptr_t i = 0; i < 64; ++i) {
+    const uintptr_t k = (i * 37) % 64;
+    requests.push_back({At(0x100000 + k * 0x200), kGpu0, false,
+                        At(0x100000 + k * 0x200 + 0x100), kGpu0, false, 0x100});
+  }
+  EXPECT_TRUE(PlanBatch(requests, Gpus(1)).ok());
+}
+
 TEST(PlanBatchErrorTest, RangeWrapsAround) {
   std::vector<CopyRequest> requests = {
       {At(UINTPTR_MAX - 15), kCpu, false, At(0x1000), kGpu0, false, 32},

@@ -231,6 +231,17 @@ const Key kKeys[] = {
        config.options.expandable_piece_size = *bytes;
        return absl::OkStatus();
      }},
+    {"expandable_piece_layout",
+     [](std::string_view value, AllocConfig& config) {
+       if (value == "aligned") {
+         config.options.expandable_piece_layout = PieceLayout::kAligned;
+       } else if (value == "whole") {
+         config.options.expandable_piece_layout = PieceLayout::kWhole;
+       } else {
+         return absl::InvalidArgumentError("expected aligned or whole");
+       }
+       return absl::OkStatus();
+     }},
     {"pinned_mode",
      [](std::string_view value, AllocConfig& config) {
        if (value == PinnedModeName(PinnedMode::kAlloc)) {
@@ -366,6 +377,8 @@ std::string FormatAllocConfig(const AllocConfig& config) {
       : o.expandable_segments == ExpandableSegments::kOn ? "true"
                                                          : "false",
       ",expandable_piece_size:", FormatByteSizeExact(o.expandable_piece_size),
+      ",expandable_piece_layout:",
+      o.expandable_piece_layout == PieceLayout::kWhole ? "whole" : "aligned",
       ",pinned_mode:", ToAbsl(PinnedModeName(config.pinned_mode)));
 }
 

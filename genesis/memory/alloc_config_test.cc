@@ -39,6 +39,8 @@ void ExpectSameConfig(const AllocConfig& a, const AllocConfig& b) {
   EXPECT_EQ(x.thread_cache_bytes, y.thread_cache_bytes);
   EXPECT_EQ(x.adaptive_caching, y.adaptive_caching);
   EXPECT_EQ(x.expandable_segments, y.expandable_segments);
+  EXPECT_EQ(x.expandable_piece_size, y.expandable_piece_size);
+  EXPECT_EQ(x.expandable_piece_layout, y.expandable_piece_layout);
   EXPECT_EQ(a.pinned_mode, b.pinned_mode);
 }
 
@@ -183,6 +185,14 @@ TEST(ParseAllocConfigTest, ValuesOutOfRangeNameKeyValueAndColumn) {
   EXPECT_TRUE(Contains(ErrorOf("expandable_piece_size:24MiB"), "power of two >= 2MiB"));
   EXPECT_EQ(Parsed("expandable_piece_size:128MiB").options.expandable_piece_size,
             128 * kMiB);
+  EXPECT_EQ(Parsed("expandable_piece_layout:whole").options.expandable_piece_layout,
+            PieceLayout::kWhole);
+  EXPECT_EQ(
+      Parsed("expandable_piece_layout:aligned", Parsed("expandable_piece_layout:whole"))
+          .options.expandable_piece_layout,
+      PieceLayout::kAligned);
+  EXPECT_TRUE(Contains(ErrorOf("expandable_piece_layout:Whole"), "expected aligned or whole"));
+  EXPECT_TRUE(Contains(ErrorOf("expandable_piece_layout:exact"), "expected aligned or whole"));
   EXPECT_TRUE(Contains(ErrorOf("small_segment_size:0"), "> 0"));
   EXPECT_TRUE(Contains(ErrorOf("warm_up:64MiB+0"), "> 0"));
 }
@@ -259,7 +269,8 @@ TEST(FormatAllocConfigTest, Defaults) {
             "max_split_size:none,"
             "memory_fraction:1,cache_limit:none,garbage_collection_threshold:0,"
             "warm_up:none,thread_cache_blocks:8,thread_cache_bytes:64MiB,adaptive_caching:true,"
-            "expandable_segments:auto,expandable_piece_size:32MiB,pinned_mode:alloc");
+            "expandable_segments:auto,expandable_piece_size:32MiB,"
+            "expandable_piece_layout:aligned,pinned_mode:alloc");
 }
 
 TEST(FormatAllocConfigTest, RoundTripsWhateverTheBase) {
@@ -278,6 +289,7 @@ TEST(FormatAllocConfigTest, RoundTripsWhateverTheBase) {
   custom.options.garbage_collection_threshold = 1.0 / 3;
   custom.options.warm_up_sizes = {1, 64 * kMiB, kGiB + 1};
   custom.options.adaptive_caching = false;
+  custom.options.expandable_piece_layout = PieceLayout::kWhole;
   custom.pinned_mode = PinnedMode::kRegister;
 
   AllocConfig other_base;

@@ -10,6 +10,8 @@
 #include <limits>
 #include <vector>
 
+#include "genesis/memory/piece_layout.h"
+
 namespace genesis::memory {
 
 inline constexpr size_t kMiB = size_t{1} << 20;
@@ -83,6 +85,11 @@ struct AllocatorOptions {
   // (a power of two, >= 2 MiB; mapping_pieces.h). Mapping costs driver calls per piece,
   // not per byte; memory goes back a whole piece at a time.
   size_t expandable_piece_size = 32 * kMiB;
+  // How one map of an expandable segment is cut into pieces (piece_layout.h): aligned
+  // powers of two (about 2 log2(n) pieces for n chunks; memory goes back closely) or
+  // whole pieces (about one per map: fewer driver calls, memory goes back only where
+  // a whole piece is free).
+  PieceLayout expandable_piece_layout = PieceLayout::kAligned;
 };
 
 }  // namespace genesis::memory

@@ -144,7 +144,8 @@ void CudaVirtualMemory::ReleasePiecesLocked(const std::vector<Piece>& pieces) {
   }
 }
 
-absl::Status CudaVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_piece) {
+absl::Status CudaVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_piece,
+                                          PieceLayout layout) {
   const auto start = reinterpret_cast<uintptr_t>(ptr);
   if (bytes == 0 || start % granularity_ != 0 || bytes % granularity_ != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -154,13 +155,13 @@ absl::Status CudaVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_pi
   GENESIS_RETURN_IF_ERROR(CheckMaxPiece(max_piece, granularity_, "CudaVirtualMemory::Map"));
   GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device_));
   std::vector<Piece> mapped;
-  GENESIS_RETURN_IF_ERROR(MapAndGiveAccess(start, bytes, max_piece, mapped));
+  GENESIS_RETURN_IF_ERROR(MapAndGiveAccess(start, bytes, max_piece, layout, mapped));
   listeners_.Mapped(mapped);
   return absl::OkStatus();
 }
 
 absl::Status CudaVirtualMemory::MapAndGiveAccess(uintptr_t start, size_t bytes,
-                                                 size_t max_piece,
+                                                 size_t max_piece, PieceLayout layout,
                                                  std::vector<Piece>& mapped) {
   void* const ptr = reinterpret_cast<void*>(start);
   const Driver& d = Api();
@@ -177,7 +178,7 @@ absl::Status CudaVirtualMemory::MapAndGiveAccess(uintptr_t start, size_t bytes,
     if (start >= base && start - base < size) origin = base;
   }
   absl::Status status;
-  for (Piece piece : SplitIntoPieces(origin, start, bytes, granularity_, max_piece)) {
+  for (Piece piece : SplitIntoPieces(origin, start, bytes, granularity_, max_piece, layout)) {
     CUmemGenericAllocationHandle handle = 0;
     CUresult created = d.create(&handle, piece.size, &prop, 0);
     if (created == CUDA_ERROR_OUT_OF_MEMORY && deferred_.pending_bytes() > 0) {

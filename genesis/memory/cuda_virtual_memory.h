@@ -55,7 +55,8 @@ class CudaVirtualMemory : public VirtualMemory {
   // ResourceExhausted when cuMemCreate runs out of device memory; InvalidArgument for a
   // range that is not chunk-aligned or already mapped in part, or a bad `max_piece`;
   // the driver's error otherwise.
-  absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece) override;
+  absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece,
+                         PieceLayout layout) override;
   // Hands the pieces to a thread of this object's own (deferred_unmaps.h) and returns:
   // that thread waits for the device's queued work (as cudaFree does, since unmapping
   // memory that queued kernels still use would fault them), tells the listeners, and
@@ -91,7 +92,7 @@ class CudaVirtualMemory : public VirtualMemory {
                     std::vector<int> accessors);
   // MapPieces' work, under mu_: the pieces it mapped go to `mapped` (none on an error).
   absl::Status MapAndGiveAccess(uintptr_t start, size_t bytes, size_t max_piece,
-                                std::vector<Piece>& mapped);
+                                PieceLayout layout, std::vector<Piece>& mapped);
   // Unmaps and releases `pieces` (each mapped by MapPieces and still in pieces_, which
   // forgets them). Needs mu_.
   void ReleasePiecesLocked(const std::vector<Piece>& pieces);

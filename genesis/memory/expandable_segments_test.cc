@@ -123,11 +123,16 @@ TEST(ExpandableSegmentsTest, IdleMemoryMovesWhereItIsNeeded) {
 // Memory is mapped in pieces of up to expandable_piece_size and goes back a whole piece
 // at a time: the pool never asks to unmap part of a piece (TestBackend's virtual memory
 // refuses that and records it), and what it reports reserved is what is mapped.
+// Both layouts (aligned pieces, whole pieces).
 TEST(ExpandableSegmentsTest, MemoryGoesBackWholePieces) {
-  for (size_t cache_limit : {kNoLimit, size_t{0}}) {
+  for (auto [cache_limit, layout] :
+       {std::pair{kNoLimit, PieceLayout::kAligned}, std::pair{size_t{0}, PieceLayout::kAligned},
+        std::pair{kNoLimit, PieceLayout::kWhole}, std::pair{size_t{0}, PieceLayout::kWhole}}) {
     SCOPED_TRACE(cache_limit == 0 ? "cache_limit 0" : "no cache limit");
+    SCOPED_TRACE(layout == PieceLayout::kWhole ? "whole pieces" : "aligned pieces");
     AllocatorOptions options;
     options.expandable_piece_size = 8 * kMiB;
+    options.expandable_piece_layout = layout;
     options.cache_limit = cache_limit;
     Pool p = MakePool(kNoLimit, options);
     auto consistent = [&] {

@@ -145,7 +145,8 @@ void HostVirtualMemory::ReturnSlotLocked(size_t slot) {
   std::push_heap(free_slots_.begin(), free_slots_.end(), std::greater<>());
 }
 
-absl::Status HostVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_piece) {
+absl::Status HostVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_piece,
+                                          PieceLayout layout) {
   const auto start = reinterpret_cast<uintptr_t>(ptr);
   GENESIS_RETURN_IF_ERROR(CheckMaxPiece(max_piece, granularity_, "HostVirtualMemory::Map"));
   std::lock_guard<std::mutex> lock(mu_);
@@ -207,7 +208,8 @@ absl::Status HostVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_pi
     return status;
   }
   for (const Piece& piece :
-       SplitIntoPieces(ReservationBaseLocked(start), start, bytes, granularity_, max_piece)) {
+       SplitIntoPieces(ReservationBaseLocked(start), start, bytes, granularity_, max_piece,
+                       layout)) {
     pieces_.Insert(piece);
   }
   return status;

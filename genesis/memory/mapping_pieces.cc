@@ -17,10 +17,16 @@ absl::Status CheckMaxPiece(size_t max_piece, size_t chunk, const char* what) {
 }
 
 std::vector<Piece> SplitIntoPieces(uintptr_t origin, uintptr_t start, size_t bytes,
-                                   size_t chunk, size_t max_piece) {
+                                   size_t chunk, size_t max_piece, PieceLayout layout) {
   std::vector<Piece> pieces;
   const uintptr_t end = start + bytes;
   uintptr_t p = start;
+  if (layout == PieceLayout::kWhole) {
+    for (; p < end; p += pieces.back().size) {
+      pieces.push_back(Piece{p, std::min<size_t>(max_piece, end - p), 0});
+    }
+    return pieces;
+  }
   while (p < end) {
     // The largest power of two the offset is aligned to (offset 0: any).
     const uintptr_t offset = p - origin;

@@ -7,9 +7,10 @@
 // the price is that memory can only be given back a whole piece at a time, since the
 // driver cannot unmap or release part of an allocation.
 //
-// SplitIntoPieces cuts a range into pieces whose sizes are powers of two (in chunks),
-// each aligned to its own size, so that the pieces of any two ranges line up and a free
-// range loses at most a piece at each end when it is narrowed to whole pieces. PieceMap
+// SplitIntoPieces cuts a range into pieces (piece_layout.h): by default pieces whose
+// sizes are powers of two (in chunks), each aligned to its own size, so that the pieces
+// of any two ranges line up and a free range loses at most a piece at each end when it
+// is narrowed to whole pieces; or as few as fit. PieceMap
 // keeps the mapped pieces by address, each with the implementation's handle, and
 // answers which pieces tile a range that is to be unmapped. PieceListener lets a layer
 // above follow the pieces as they come and go (the NCCL backend registers whole pieces
@@ -27,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "genesis/memory/piece_layout.h"
 
 namespace genesis::memory {
 
@@ -43,14 +45,15 @@ struct Piece {
 // it (`what` names the caller).
 absl::Status CheckMaxPiece(size_t max_piece, size_t chunk, const char* what);
 
-// The pieces that back [start, start + bytes): from `start` on, each is the largest
-// power-of-two multiple of `chunk` that is at most `max_piece`, that the offset from
-// `origin` (the reservation's base, so that a range is cut the same way wherever the
-// reservation landed) is aligned to, and that fits in what is left. `start - origin`
-// and `bytes` are multiples of `chunk`, and `chunk` and `max_piece` powers of two with
+// The pieces that back [start, start + bytes). kAligned: from `start` on, each is the
+// largest power-of-two multiple of `chunk` that is at most `max_piece`, that the offset
+// from `origin` (the reservation's base, so that a range is cut the same way wherever
+// the reservation landed) is aligned to, and that fits in what is left. kWhole: pieces
+// of `max_piece` from `start` on, the last one what is left. `start - origin` and
+// `bytes` are multiples of `chunk`, and `chunk` and `max_piece` powers of two with
 // max_piece >= chunk (checked by the callers). Handles are 0.
 std::vector<Piece> SplitIntoPieces(uintptr_t origin, uintptr_t start, size_t bytes,
-                                   size_t chunk, size_t max_piece);
+                                   size_t chunk, size_t max_piece, PieceLayout layout);
 
 // The pieces mapped now, by address. Not thread-safe (callers hold their own lock).
 class PieceMap {

@@ -22,9 +22,11 @@ std::vector<size_t> Sizes(const std::vector<Piece>& pieces) {
 }
 
 TEST(SplitIntoPiecesTest, AlignedRangesTakeTheLargestPieces) {
-  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 32 * kChunk, kChunk, 16 * kChunk)),
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 32 * kChunk, kChunk, 16 * kChunk,
+                                  PieceLayout::kAligned)),
             (std::vector<size_t>{16, 16}));
-  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 7 * kChunk, kChunk, 16 * kChunk)),
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 7 * kChunk, kChunk, 16 * kChunk,
+                                  PieceLayout::kAligned)),
             (std::vector<size_t>{4, 2, 1}));
 }
 
@@ -32,7 +34,8 @@ TEST(SplitIntoPiecesTest, PiecesAreAlignedToTheirSize) {
   // From chunk 3 to chunk 20: 1 (at 3), 4 (at 4), 8 (at 8), 4 (at 16), 1 (at 20)?
   // At 16 the largest aligned piece that fits in 5 chunks is 4, then 1 at 20.
   const std::vector<Piece> pieces =
-      SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk, kChunk, 16 * kChunk);
+      SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk, kChunk, 16 * kChunk,
+                      PieceLayout::kAligned);
   EXPECT_EQ(Sizes(pieces), (std::vector<size_t>{1, 4, 8, 4, 1}));
   uintptr_t p = kBase + 3 * kChunk;
   for (const Piece& piece : pieces) {
@@ -47,12 +50,29 @@ TEST(SplitIntoPiecesTest, AlignmentCountsFromTheOrigin) {
   // The same offsets from another origin give the same pieces.
   const uintptr_t origin = kBase + 5 * kChunk;
   EXPECT_EQ(Sizes(SplitIntoPieces(origin, origin + 3 * kChunk, 18 * kChunk, kChunk,
-                                  16 * kChunk)),
+                                  16 * kChunk, PieceLayout::kAligned)),
             (std::vector<size_t>{1, 4, 8, 4, 1}));
 }
 
 TEST(SplitIntoPiecesTest, ChunkPiecesWhenTheMaximumIsAChunk) {
-  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 3 * kChunk, kChunk, kChunk)),
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 3 * kChunk, kChunk, kChunk,
+                                  PieceLayout::kAligned)),
+            (std::vector<size_t>{1, 1, 1}));
+}
+
+TEST(SplitIntoPiecesTest, WholePiecesAreAsFewAsFit) {
+  // From chunk 3, 18 chunks: 16 and 2 (aligned: 1, 4, 8, 4, 1).
+  std::vector<Piece> pieces = SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk,
+                                              kChunk, 16 * kChunk, PieceLayout::kWhole);
+  EXPECT_EQ(Sizes(pieces), (std::vector<size_t>{16, 2}));
+  EXPECT_EQ(pieces[0].start, kBase + 3 * kChunk);
+  EXPECT_EQ(pieces[1].start, kBase + 19 * kChunk);
+  // Below the maximum: one piece of whatever size, power of two or not.
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase + kChunk, 7 * kChunk, kChunk, 16 * kChunk,
+                                  PieceLayout::kWhole)),
+            (std::vector<size_t>{7}));
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 3 * kChunk, kChunk, kChunk,
+                                  PieceLayout::kWhole)),
             (std::vector<size_t>{1, 1, 1}));
 }
 

@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "genesis/memory/piece_layout.h"
 
 namespace genesis::memory {
 
@@ -49,14 +50,17 @@ class VirtualMemory {
   // Backs [ptr, ptr + bytes), chunk-aligned, inside a reservation and not mapped, with
   // new physical memory, readable and writable by the owning device (and, on CUDA, by
   // peers that can reach it), in pieces of at most `max_piece` bytes (a power of two,
-  // at least granularity(); mapping_pieces.h says how a range is cut). Implementations
-  // may back it in smaller pieces; the chunk is the smallest. On any error nothing
-  // stays mapped: ResourceExhausted when the memory is not there, InvalidArgument for
-  // a bad range or piece size, another status for anything else.
-  virtual absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece) = 0;
+  // at least granularity()) cut as `layout` says (piece_layout.h, mapping_pieces.h).
+  // Implementations may back it in smaller pieces; the chunk is the smallest. On any
+  // error nothing stays mapped: ResourceExhausted when the memory is not there,
+  // InvalidArgument for a bad range or piece size, another status for anything else.
+  virtual absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece,
+                                 PieceLayout layout) = 0;
 
   // Map in pieces of one chunk: every chunk can be unmapped on its own.
-  absl::Status Map(void* ptr, size_t bytes) { return MapPieces(ptr, bytes, granularity()); }
+  absl::Status Map(void* ptr, size_t bytes) {
+    return MapPieces(ptr, bytes, granularity(), PieceLayout::kAligned);
+  }
 
   // Unmaps [ptr, ptr + bytes), which must be made of whole pieces that MapPieces mapped
   // (InvalidArgument naming the piece otherwise, and nothing is unmapped), and returns

@@ -33,7 +33,8 @@ std::unique_ptr<ExpandableSegmentSet> MakeExpandable(Backend& backend,
   if (vm == nullptr) return nullptr;
   return std::make_unique<ExpandableSegmentSet>(
       backend, *vm, total_bytes, std::max(options.expandable_piece_size, vm->granularity()),
-      free_sets, segments, stats, AllowedMax(options, total_bytes));
+      options.expandable_piece_layout, free_sets, segments, stats,
+      AllowedMax(options, total_bytes));
 }
 
 }  // namespace

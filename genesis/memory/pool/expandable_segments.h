@@ -35,11 +35,11 @@ class ExpandableSegmentSet {
   // Everything passed must outlive this. `vm` is the backend's virtual memory;
   // `total_bytes` the backend's memory (0: unknown), which sizes the ranges;
   // `max_piece` the largest piece one map creates (a power of two, at least the
-  // granularity); `allowed_max` the memory_fraction cap on reserved memory (kNoLimit if
+  // granularity), `layout` how a map is cut into pieces; `allowed_max` the memory_fraction cap on reserved memory (kNoLimit if
   // none).
   ExpandableSegmentSet(const Backend& backend, VirtualMemory& vm, size_t total_bytes,
-                       size_t max_piece, FreeSets& free_sets, SegmentMap& segments,
-                       PoolStats& stats, size_t allowed_max);
+                       size_t max_piece, PieceLayout layout, FreeSets& free_sets,
+                       SegmentMap& segments, PoolStats& stats, size_t allowed_max);
   ExpandableSegmentSet(const ExpandableSegmentSet&) = delete;
   ExpandableSegmentSet& operator=(const ExpandableSegmentSet&) = delete;
 
@@ -95,6 +95,7 @@ class ExpandableSegmentSet {
   const size_t chunk_;
   const size_t reservation_;  // Bytes of address space reserved per range.
   const size_t max_piece_;
+  const PieceLayout layout_;
   FreeSets& free_;
   SegmentMap& segments_;
   PoolStats& stats_;

@@ -39,10 +39,11 @@ class ExpandableSegmentSetTest : public SegmentTestBase {
     }
   }
   // Pieces of one chunk unless `max_piece` says otherwise.
-  void Make(size_t allowed_max = kNoLimit, size_t max_piece = kChunk) {
+  void Make(size_t allowed_max = kNoLimit, size_t max_piece = kChunk,
+            PieceLayout layout = PieceLayout::kAligned) {
     set_ = std::make_unique<ExpandableSegmentSet>(*backend_, *backend_->virtual_memory(),
-                                                  64 * kMiB, max_piece, free_, segments_,
-                                                  stats_, allowed_max);
+                                                  64 * kMiB, max_piece, layout, free_,
+                                                  segments_, stats_, allowed_max);
   }
 
   std::unique_ptr<TestBackend> backend_;
@@ -144,6 +145,37 @@ TEST_F(ExpandableSegmentSetTest, MemoryGoesBackAWholePieceAtATimeNeverMoreThanAs
   EXPECT_EQ(set_->UnmapIdleChunks(kNoLimit, [] { return false; }, {}, false, nullptr),
             4 * kChunk);
   EXPECT_EQ(backend_->state()->mapped_bytes(), 0u);
+}
+
+TEST_F(ExpandableSegmentSetTest, WholePiecesTakeOnePerMapAndGoBackWhole) {
+  Make(kNoLimit, /*max_piece=*/4 * kChunk, PieceLayout::kWhole);
+  const VirtualMemory& vm = *backend_->virtual_memory();
+  OomReason why;
+  Block* a = *set_->Expand(3 * kChunk, kStream, nullptr, &why);
+  free_.Take(a, 3 * kChunk, 1);
+  const auto start = reinterpret_cast<uintptr_t>(a->ptr);
+  auto chunks = [&](uintptr_t p) {  // A piece's bounds, in chunks from the start.
+    const auto [begin, end] = vm.PieceAt(p);
+    return std::make_pair((begin - start) / kChunk, (end - start) / kChunk);
+  };
+  // One piece of 3 chunks (aligned: 2 and 1).
+  EXPECT_EQ(chunks(start), std::make_pair(uintptr_t{0}, uintptr_t{3}));
+  // 6 more from chunk 3: 4 and 2 (aligned: 1, 4 and 1).
+  Block* b = *set_->Expand(6 * kChunk, kStream, nullptr, &why);
+  free_.Take(b, 6 * kChunk, 1);
+  EXPECT_EQ(chunks(start + 3 * kChunk), std::make_pair(uintptr_t{3}, uintptr_t{7}));
+  EXPECT_EQ(chunks(start + 7 * kChunk), std::make_pair(uintptr_t{7}, uintptr_t{9}));
+  EXPECT_EQ(backend_->state()->map_calls(), 2);
+  // Memory goes back a whole piece at a time, never more than asked: b's pieces are 4
+  // and 2 chunks.
+  free_.FreeAndMerge(b);
+  EXPECT_EQ(set_->UnmapIdleChunks(kChunk, [] { return false; }, {}, false, nullptr), 0u);
+  EXPECT_EQ(set_->UnmapIdleChunks(3 * kChunk, [] { return false; }, {}, false, nullptr),
+            2 * kChunk);
+  EXPECT_EQ(set_->UnmapIdleChunks(4 * kChunk, [] { return false; }, {}, false, nullptr),
+            4 * kChunk);
+  EXPECT_EQ(Reserved(), static_cast<int64_t>(3 * kChunk));
+  EXPECT_EQ(backend_->state()->mapped_bytes(), 3 * kChunk);
 }
 
 TEST_F(ExpandableSegmentSetTest, MappingAgainWhatWasMovedAwayRaisesTheMarkInstead) {

@@ -201,13 +201,17 @@ struct Comm {
     }
   }
 
-  // Makes the group unusable with `why` and stops its kernels. The control
-  // communicator goes first: aborting it also ends a split still running from it.
+  // Makes the group unusable with `why` and stops its kernels. The operations'
+  // communicator goes first: aborting one frees its host memory (cuMemFreeHost), which
+  // waits for the whole device, so a kernel of `comm` still waiting for a dead peer must
+  // have been told to stop before `control` goes (in the other order rank 0 of a
+  // two-GPU group hung in the abort). Aborting `control` then also ends a split still
+  // running from it (`comm` is null until the split is complete).
   void Fail(const absl::Status& why) {
     if (health.Fail(why)) {
       std::lock_guard<std::mutex> lock(mu);
-      if (control != nullptr) ncclCommAbort(control);
       if (comm != nullptr && comm != control) ncclCommAbort(comm);
+      if (control != nullptr) ncclCommAbort(control);
       comm = nullptr;
       control = nullptr;
     }

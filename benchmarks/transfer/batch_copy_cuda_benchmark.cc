@@ -4,7 +4,7 @@
 // descriptors sit in device memory already (fused_copy_baselines.h), and for single
 // large copies cudaMemcpyAsync and genesis::transfer::CopyBytesAsync. The batches: 1,024
 // copies of 16 KiB and of 256 KiB within cuda:0 (16 KiB also with the sources in a
-// shuffled order, _Scattered); 1,024 copies of mixed sizes (256 B to 4 MiB, log-uniform)
+// shuffled order, _Scattered, as the 64 KiB peer copies); 1,024 copies of mixed sizes (256 B to 4 MiB, log-uniform)
 // within cuda:0, beside one copy of their total size; 1,024 copies of 16 KiB from pinned
 // host memory; 256 MiB between pinned host memory and cuda:0, one direction and both at
 // once; 256 MiB between pageable host memory and cuda:0; and, with two GPUs, cuda:0 to
@@ -79,6 +79,7 @@ enum class Batch {
   kBothPinned256MiB, // Two copies on different buffers: one H2D, one D2H.
   kPeer256MiB,       // One copy, cuda:0 to cuda:1 (two GPUs only).
   kPeer64KiB,        // 1,024 x 64 KiB, cuda:0 to cuda:1 (two GPUs only).
+  kPeer64KiBScattered,  // The same, sources in a shuffled order.
   kNumBatches,
 };
 
@@ -87,7 +88,7 @@ enum class CopierKind {
   kDefault,
   kAllFused,  // PlanOptions.fused_max_bytes = 4 MiB: every mixed copy is fused.
   kNoPeer,    // disable_peer_access: GPU-to-GPU copies are staged through the host.
-  kPeerPush,  // PlanOptions.peer_fused_kernel_pushes: fused peer kernels on the source.
+  kPeerPull,  // PlanOptions.peer_fused_kernel_pushes unset: fused peer kernels pull.
   kNumCopiers,
 };
 
@@ -248,6 +249,8 @@ struct Buffers {
       Set(Batch::kPeer256MiB, MakeBatch(device_src_side, peer_side, {kLarge}));
       Set(Batch::kPeer64KiB,
           MakeBatch(device_src_side, peer_side, Sizes(kCount, size_t{64} << 10)));
+      Set(Batch::kPeer64KiBScattered,
+          benchmarks::ShuffledSources(Requests(Batch::kPeer64KiB)));
     }
   }
 
@@ -282,7 +285,7 @@ struct Buffers {
     BatchCopyOptions options;
     if (kind == CopierKind::kAllFused) options.plan.fused_max_bytes = kMixedMax;
     if (kind == CopierKind::kNoPeer) options.disable_peer_access = true;
-    if (kind == CopierKind::kPeerPush) options.plan.peer_fused_kernel_pushes = true;
+    if (kind == CopierKind::kPeerPull) options.plan.peer_fused_kernel_pushes = false;
     absl::StatusOr<std::unique_ptr<BatchCopier>> made = BatchCopier::Create(options);
     if (!made.ok()) return made.status();
     copier = *std::move(made);
@@ -618,8 +621,7 @@ void PrintPlans() {
       {"peer 256 MiB", Batch::kPeer256MiB, CopierKind::kDefault},
       {"peer 256 MiB, disable_peer_access", Batch::kPeer256MiB, CopierKind::kNoPeer},
       {"peer 1024 x 64 KiB", Batch::kPeer64KiB, CopierKind::kDefault},
-      {"peer 1024 x 64 KiB, peer_fused_kernel_pushes", Batch::kPeer64KiB,
-       CopierKind::kPeerPush},
+      {"peer 1024 x 64 KiB, pulling", Batch::kPeer64KiB, CopierKind::kPeerPull},
   };
   Buffers& b = Get();
   for (const Shown& s : shown) {
@@ -748,10 +750,16 @@ void RegisterAll(int device_count) {
            Batch::kPeer64KiB);
   Register("BM_Peer_1024x64KiB_BatchCopier", kUs, BM_BatchCopier, Batch::kPeer64KiB,
            kDefault, false);
-  Register("BM_Peer_1024x64KiB_BatchCopier_Push", kUs, BM_BatchCopier, Batch::kPeer64KiB,
-           CopierKind::kPeerPush, false);
+  Register("BM_Peer_1024x64KiB_BatchCopier_Pull", kUs, BM_BatchCopier, Batch::kPeer64KiB,
+           CopierKind::kPeerPull, false);
   Register("BM_Peer_1024x64KiB_BatchCopier_WithPlanning", kUs, BM_BatchCopier,
            Batch::kPeer64KiB, kDefault, true);
+  // Sources shuffled: no two copies continue one another, so the fused kernel moves
+  // them all (adjacent_runs.h).
+  Register("BM_Peer_1024x64KiB_Scattered_BatchCopier", kUs, BM_BatchCopier,
+           Batch::kPeer64KiBScattered, kDefault, false);
+  Register("BM_Peer_1024x64KiB_Scattered_BatchCopier_Pull", kUs, BM_BatchCopier,
+           Batch::kPeer64KiBScattered, CopierKind::kPeerPull, false);
 }
 
 }  // namespace

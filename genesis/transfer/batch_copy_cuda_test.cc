@@ -536,10 +536,10 @@ TEST(BatchCopyPeerTest, PeerCopiesAndFusedPeerKernels) {
                   .ok());
 }
 
-TEST(BatchCopyPeerTest, FusedPeerKernelsThatPush) {
+TEST(BatchCopyPeerTest, FusedPeerKernelsThatPull) {
   GENESIS_SKIP_IF_FEWER_DEVICES(2);
   BatchCopyOptions options;
-  options.plan.peer_fused_kernel_pushes = true;
+  options.plan.peer_fused_kernel_pushes = false;
   auto copier = BatchCopier::Create(options);
   ASSERT_TRUE(copier.ok());
   const Topology& t = (*copier)->topology();
@@ -547,6 +547,54 @@ TEST(BatchCopyPeerTest, FusedPeerKernelsThatPush) {
     GTEST_SKIP() << "cuda:0 and cuda:1 have no peer access";
   }
   CheckPeerBatch(**copier, Mechanism::kPeerCopy, Mechanism::kPeerFusedKernel);
+}
+
+// Small peer copies that continue one another on both sides: a run of 8 MiB (above
+// copy_engine_min_bytes) goes to the copy engine as one copy, a run of 32 KiB and
+// scattered copies to the fused kernel, in one group; pulling and pushing.
+TEST(BatchCopyPeerTest, AdjacentPeerCopiesMoveAsOneRun) {
+  GENESIS_SKIP_IF_FEWER_DEVICES(2);
+  for (bool push : {false, true}) {
+    SCOPED_TRACE(push ? "pushing" : "pulling");
+    BatchCopyOptions options;
+    options.plan.peer_fused_kernel_pushes = push;
+    auto copier = BatchCopier::Create(options);
+    ASSERT_TRUE(copier.ok());
+    const Topology& t = (*copier)->topology();
+    if (!t.peer_access[0][1] && !t.peer_access[1][0]) {
+      GTEST_SKIP() << "cuda:0 and cuda:1 have no peer access";
+    }
+    constexpr size_t kArena = size_t{12} << 20;
+    Memory src = Memory::Device(0, kArena), dst = Memory::Device(1, kArena);
+    const std::vector<char> bytes = Pattern(kArena, 23);
+    Write(src.get(), Device::Cuda(0), bytes);
+    const Arena arena{src.get(), Device::Cuda(0), false, dst.get(), Device::Cuda(1), false,
+                      kArena};
+    Laid laid;
+    size_t offset = 64;
+    const auto add = [&](size_t n, size_t size, size_t gap) {
+      for (size_t i = 0; i < n; ++i) {
+        laid.requests.push_back(CopyRequest{static_cast<const char*>(arena.src_base) + offset,
+                                            arena.src_device, false, arena.dst_base + offset,
+                                            arena.dst_device, false, size});
+        offset += size + gap;
+      }
+      offset += 512;  // The next part does not continue this one.
+    };
+    add(20, 1000, 24);             // Scattered.
+    add(128, size_t{64} << 10, 0);  // 8 MiB in one run.
+    add(8, size_t{4} << 10, 0);     // 32 KiB in one run.
+    add(20, 777, 100);             // Scattered.
+    laid.used = offset;
+    auto plan = (*copier)->Plan(laid.requests);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_EQ(Mechanisms(*plan), std::set<Mechanism>{Mechanism::kPeerFusedKernel})
+        << plan->ToString();
+    for (int round = 0; round < 2; ++round) {
+      ASSERT_TRUE((*copier)->Copy(laid.requests).ok());
+      ExpectCopied(arena, laid, bytes);
+    }
+  }
 }
 
 TEST(BatchCopyPeerTest, TheStagedFallbackWhenPeerAccessIsOff) {

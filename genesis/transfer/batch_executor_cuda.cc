@@ -28,6 +28,7 @@
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/internal/check.h"
 #include "genesis/cuda/sanitizer_marks.h"
+#include "genesis/transfer/adjacent_runs.h"
 #include "genesis/transfer/cuda_staging_engine.h"
 #include "genesis/transfer/internal/batch_executor.h"
 #include "genesis/transfer/kernels/fused_copy.h"
@@ -36,6 +37,16 @@ namespace genesis::transfer::internal {
 namespace {
 
 using cuda::DeviceGuard;
+
+// The copies `indices` of `requests` in fused kernels on `lane`: encoded straight from
+// the requests into a parameter buffer the thread's later calls reuse (no allocation
+// per call), one launch per 1,024 copies.
+absl::Status LaunchFused(absl::Span<const size_t> indices,
+                         absl::Span<const CopyRequest> requests, cudaStream_t lane) {
+  return kernels::LaunchFusedCopy(
+      indices.size(), [&](size_t k) -> const CopyRequest& { return requests[indices[k]]; },
+      lane);
+}
 
 // Two pinned buffers and their events for staged copies from one device to another.
 struct StagedPair {
@@ -98,6 +109,11 @@ class CudaExecutor : public BatchExecutor {
                         const std::vector<StreamAssignment>& assignments, bool capturing);
   absl::Status RunStagedPeer(const CopyGroup& group, absl::Span<const CopyRequest> requests,
                              cudaStream_t src_lane, cudaStream_t dst_lane);
+  // A kPeerFusedKernel group on `device`'s `lane`: runs of copies that continue one
+  // another on both sides and reach copy_engine_min_bytes together go to the copy
+  // engine, one cudaMemcpyPeerAsync each (adjacent_runs.h says why); the rest are fused.
+  absl::Status RunPeerFused(const CopyGroup& group, absl::Span<const CopyRequest> requests,
+                            cudaStream_t lane, int device);
   absl::Status RunPageable(const CopyGroup& group, absl::Span<const CopyRequest> requests);
 
   const BatchCopyOptions options_;
@@ -423,14 +439,9 @@ absl::Status CudaExecutor::RunGroup(const CopyGroup& group,
   GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(device));
   switch (mechanism) {
     case Mechanism::kFusedKernel:
-    case Mechanism::kPeerFusedKernel: {
-      // Encoded straight from the requests into a parameter buffer the thread's later
-      // calls reuse (no allocation per call), one launch per 1,024 copies.
-      const size_t* indices = group.requests.data();
-      return kernels::LaunchFusedCopy(
-          group.requests.size(),
-          [&](size_t k) -> const CopyRequest& { return requests[indices[k]]; }, lane);
-    }
+      return LaunchFused(group.requests, requests, lane);
+    case Mechanism::kPeerFusedKernel:
+      return RunPeerFused(group, requests, lane, device);
     case Mechanism::kBatchMemcpy: {
       const size_t n = group.requests.size();
       std::vector<void*> dsts(n);
@@ -480,6 +491,31 @@ absl::Status CudaExecutor::RunGroup(const CopyGroup& group,
                                               ToAbsl(MechanismName(mechanism)),
                                               " is not run on a lane"));
   }
+}
+
+absl::Status CudaExecutor::RunPeerFused(const CopyGroup& group,
+                                        absl::Span<const CopyRequest> requests,
+                                        cudaStream_t lane, int device) {
+  const size_t large = options_.plan.copy_engine_min_bytes;
+  const AdjacentRuns runs = FindAdjacentRuns(requests, group.requests);
+  if (std::none_of(runs.begin(), runs.end(),
+                   [&](const AdjacentRun& run) { return run.bytes >= large; })) {
+    return LaunchFused(group.requests, requests, lane);
+  }
+  std::vector<size_t> fused;
+  for (const AdjacentRun& run : runs) {
+    if (run.bytes < large) {
+      fused.insert(fused.end(), group.requests.begin() + run.begin,
+                   group.requests.begin() + run.end);
+      continue;
+    }
+    const CopyRequest& r = requests[group.requests[run.begin]];
+    GENESIS_CUDA_RETURN_IF_ERROR_ON(
+        device, cudaMemcpyPeerAsync(r.dst, r.dst_device.index(), r.src,
+                                    r.src_device.index(), run.bytes, lane));
+  }
+  if (fused.empty()) return absl::OkStatus();
+  return LaunchFused(fused, requests, lane);
 }
 
 absl::Status CudaExecutor::RunStagedPeer(const CopyGroup& group,

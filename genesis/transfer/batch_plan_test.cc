@@ -305,9 +305,9 @@ TEST(PlanBatchTest, PeerWithAccess) {
   EXPECT_THAT(plan.groups[0].reason, HasSubstr("peer access; each > fused_max_bytes"));
   EXPECT_EQ(plan.groups[1].mechanism, Mechanism::kPeerFusedKernel);
   EXPECT_EQ(plan.groups[1].requests.size(), 100u);
-  // Copy engines push from the source; the fused kernel pulls on the destination.
+  // Copy engines and the fused kernel push from the source, on one stream.
   EXPECT_EQ(plan.streams[plan.groups[0].stream].ToString(), "cuda:0/peer:cuda:1");
-  EXPECT_EQ(plan.streams[plan.groups[1].stream].ToString(), "cuda:1/peer:cuda:0");
+  EXPECT_EQ(plan.groups[1].stream, plan.groups[0].stream);
 
   Batch few;
   few.Add(kGpu0, kGpu1, 4 * KiB, 3);
@@ -331,27 +331,27 @@ TEST(PlanBatchTest, PeerFusedKernelRunsWhereItHasAccess) {
   EXPECT_EQ(pull.streams[pull.groups[0].stream].ToString(), "cuda:1/peer:cuda:0");
 }
 
-TEST(PlanBatchTest, PeerFusedKernelPushesWhenAskedAndAble) {
+TEST(PlanBatchTest, PeerFusedKernelPushesUnlessToldToPull) {
   Batch batch;
   batch.Add(kGpu0, kGpu1, 64 * KiB, 16);
-  PlanOptions push = kOneBound;
-  push.peer_fused_kernel_pushes = true;
+  PlanOptions pull = kOneBound;
+  pull.peer_fused_kernel_pushes = false;
   const auto lane = [](const BatchPlan& plan) {
     return plan.streams[plan.groups[0].stream].ToString();
   };
-  // Both can reach each other: pulls by default, pushes when asked.
-  const BatchPlan pull = Plan(batch, Gpus(2));
-  ASSERT_EQ(pull.groups.size(), 1u);
-  EXPECT_EQ(pull.groups[0].mechanism, Mechanism::kPeerFusedKernel);
-  EXPECT_EQ(lane(pull), "cuda:1/peer:cuda:0");
-  const BatchPlan pushed = Plan(batch, Gpus(2), push);
+  // Both can reach each other: pushes by default, pulls when told to.
+  const BatchPlan pushed = Plan(batch, Gpus(2));
   ASSERT_EQ(pushed.groups.size(), 1u);
   EXPECT_EQ(pushed.groups[0].mechanism, Mechanism::kPeerFusedKernel);
   EXPECT_EQ(lane(pushed), "cuda:0/peer:cuda:1");
+  const BatchPlan pulled = Plan(batch, Gpus(2), pull);
+  ASSERT_EQ(pulled.groups.size(), 1u);
+  EXPECT_EQ(pulled.groups[0].mechanism, Mechanism::kPeerFusedKernel);
+  EXPECT_EQ(lane(pulled), "cuda:1/peer:cuda:0");
   // Only the destination can reach the source: it pulls all the same.
   Topology topology = Gpus(2, false);
   topology.peer_access = {{false, false}, {true, false}};
-  EXPECT_EQ(lane(Plan(batch, topology, push)), "cuda:1/peer:cuda:0");
+  EXPECT_EQ(lane(Plan(batch, topology)), "cuda:1/peer:cuda:0");
 }
 
 TEST(PlanBatchTest, PeerWithoutAccessIsStaged) {

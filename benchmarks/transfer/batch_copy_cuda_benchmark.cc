@@ -4,11 +4,12 @@
 // descriptors sit in device memory already (fused_copy_baselines.h), and for single
 // large copies cudaMemcpyAsync and genesis::transfer::CopyBytesAsync. The batches: 1,024
 // copies of 16 KiB and of 256 KiB within cuda:0 (16 KiB also with the sources in a
-// shuffled order, _Scattered, as the 64 KiB peer copies); 1,024 copies of mixed sizes (256 B to 4 MiB, log-uniform)
-// within cuda:0, beside one copy of their total size; 1,024 copies of 16 KiB from pinned
-// host memory; 256 MiB between pinned host memory and cuda:0, one direction and both at
-// once; 256 MiB between pageable host memory and cuda:0; and, with two GPUs, cuda:0 to
-// cuda:1 (peer access, and the staged fallback without it). BM_D2D_1024x16KiB_PlanOnly
+// shuffled order, _Scattered, as are the 64 KiB peer copies); 1,024 copies of mixed
+// sizes (256 B to 4 MiB, log-uniform) within cuda:0, beside one copy of their total
+// size; 1,024 copies of 16 KiB from pinned host memory; 256 MiB between pinned host
+// memory and cuda:0, one direction and both at once; 256 MiB between pageable host
+// memory and cuda:0; and, with two GPUs, cuda:0 to cuda:1 (peer access, pushing and
+// pulling, and the staged fallback without it). BM_D2D_1024x16KiB_PlanOnly
 // times planning alone on this machine's host; BM_Launch_EmptyKernel_* what a launch
 // costs by the size of its parameters.
 //

@@ -581,10 +581,10 @@ TEST(BatchCopyPeerTest, AdjacentPeerCopiesMoveAsOneRun) {
       }
       offset += 512;  // The next part does not continue this one.
     };
-    add(20, 1000, 24);             // Scattered.
+    add(20, 1000, 24);              // Scattered.
     add(128, size_t{64} << 10, 0);  // 8 MiB in one run.
     add(8, size_t{4} << 10, 0);     // 32 KiB in one run.
-    add(20, 777, 100);             // Scattered.
+    add(20, 777, 100);              // Scattered.
     laid.used = offset;
     auto plan = (*copier)->Plan(laid.requests);
     ASSERT_TRUE(plan.ok()) << plan.status();

@@ -5,7 +5,7 @@
 namespace genesis::transfer {
 
 AdjacentRuns FindAdjacentRuns(absl::Span<const CopyRequest> requests,
-                              absl::Span<const size_t> indices) {
+                              absl::Span<const size_t> indices, size_t min_bytes) {
   AdjacentRuns runs;
   if (indices.empty()) return runs;
   const CopyRequest* first = &requests[indices[0]];
@@ -15,7 +15,7 @@ AdjacentRuns FindAdjacentRuns(absl::Span<const CopyRequest> requests,
   for (size_t k = 1; k < indices.size(); ++k) {
     const CopyRequest& r = requests[indices[k]];
     if (r.src != src_end || r.dst != dst_end) {
-      runs.push_back(run);
+      if (run.bytes >= min_bytes) runs.push_back(run);
       run = AdjacentRun{k, k, 0};
     }
     run.end = k + 1;
@@ -23,7 +23,7 @@ AdjacentRuns FindAdjacentRuns(absl::Span<const CopyRequest> requests,
     src_end = static_cast<const char*>(r.src) + r.bytes;
     dst_end = static_cast<const char*>(r.dst) + r.bytes;
   }
-  runs.push_back(run);
+  if (run.bytes >= min_bytes) runs.push_back(run);
   return runs;
 }
 

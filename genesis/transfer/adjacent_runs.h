@@ -28,12 +28,14 @@ struct AdjacentRun {
 using AdjacentRuns = absl::InlinedVector<AdjacentRun, 4>;
 
 // Cuts the requests named by `indices`, in that order, into maximal runs in which each
-// request's source and destination begin where the previous request's end. Every
-// position of `indices` is in exactly one run; runs come in order. Indices must be
-// valid positions of `requests`. Devices are not compared: the caller passes requests
-// of one source device and one destination device (a CopyGroup's).
+// request's source and destination begin where the previous request's end, and
+// returns, in order, the runs of at least `min_bytes` (with 0, every run: then each
+// position of `indices` is in exactly one). One pass; nothing is allocated unless more
+// than four runs qualify. Indices must be valid positions of `requests`. Devices are
+// not compared: the caller passes requests of one source device and one destination
+// device (a CopyGroup's).
 AdjacentRuns FindAdjacentRuns(absl::Span<const CopyRequest> requests,
-                              absl::Span<const size_t> indices);
+                              absl::Span<const size_t> indices, size_t min_bytes = 0);
 
 }  // namespace genesis::transfer
 

@@ -57,6 +57,21 @@ TEST(AdjacentRunsTest, FollowsTheOrderOfTheIndicesNotOfTheBatch) {
               ElementsAre(AdjacentRun{0, 1, 64}, AdjacentRun{1, 2, 64}));
 }
 
+TEST(AdjacentRunsTest, OnlyRunsOfAtLeastMinBytesAreReturned) {
+  // Runs of 10, 20 and 10 bytes, as in AGapOnEitherSideEndsARun.
+  const std::vector<CopyRequest> r =
+      Requests({0, 10, 20, 1000}, {0, 500, 510, 520}, {10, 10, 10, 10});
+  const std::vector<size_t> all = {0, 1, 2, 3};
+  EXPECT_THAT(FindAdjacentRuns(r, all, 20), ElementsAre(AdjacentRun{1, 3, 20}));
+  EXPECT_THAT(FindAdjacentRuns(r, all, 10),
+              ElementsAre(AdjacentRun{0, 1, 10}, AdjacentRun{1, 3, 20}, AdjacentRun{3, 4, 10}));
+  EXPECT_TRUE(FindAdjacentRuns(r, all, 21).empty());
+  // The last run is checked too.
+  const std::vector<CopyRequest> tail = Requests({0, 100, 108}, {0, 200, 208}, {8, 8, 8});
+  const std::vector<size_t> three = {0, 1, 2};
+  EXPECT_THAT(FindAdjacentRuns(tail, three, 16), ElementsAre(AdjacentRun{1, 3, 16}));
+}
+
 TEST(AdjacentRunsTest, ARepeatedSourceIsNoContinuation) {
   // The same source twice (a broadcast into consecutive destinations) is two copies.
   const std::vector<CopyRequest> r = Requests({0, 0}, {0, 16}, {16, 16});

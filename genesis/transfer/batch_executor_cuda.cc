@@ -496,24 +496,22 @@ absl::Status CudaExecutor::RunGroup(const CopyGroup& group,
 absl::Status CudaExecutor::RunPeerFused(const CopyGroup& group,
                                         absl::Span<const CopyRequest> requests,
                                         cudaStream_t lane, int device) {
-  const size_t large = options_.plan.copy_engine_min_bytes;
-  const AdjacentRuns runs = FindAdjacentRuns(requests, group.requests);
-  if (std::none_of(runs.begin(), runs.end(),
-                   [&](const AdjacentRun& run) { return run.bytes >= large; })) {
-    return LaunchFused(group.requests, requests, lane);
-  }
-  std::vector<size_t> fused;
-  for (const AdjacentRun& run : runs) {
-    if (run.bytes < large) {
-      fused.insert(fused.end(), group.requests.begin() + run.begin,
-                   group.requests.begin() + run.end);
-      continue;
-    }
-    const CopyRequest& r = requests[group.requests[run.begin]];
+  const std::vector<size_t>& members = group.requests;
+  // Usually none (scattered copies): then nothing is allocated.
+  const AdjacentRuns large =
+      FindAdjacentRuns(requests, members, options_.plan.copy_engine_min_bytes);
+  if (large.empty()) return LaunchFused(members, requests, lane);
+  std::vector<size_t> fused;  // The copies between the large runs.
+  size_t next = 0;
+  for (const AdjacentRun& run : large) {
+    fused.insert(fused.end(), members.begin() + next, members.begin() + run.begin);
+    const CopyRequest& r = requests[members[run.begin]];
     GENESIS_CUDA_RETURN_IF_ERROR_ON(
         device, cudaMemcpyPeerAsync(r.dst, r.dst_device.index(), r.src,
                                     r.src_device.index(), run.bytes, lane));
+    next = run.end;
   }
+  fused.insert(fused.end(), members.begin() + next, members.end());
   if (fused.empty()) return absl::OkStatus();
   return LaunchFused(fused, requests, lane);
 }

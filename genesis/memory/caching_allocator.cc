@@ -264,7 +264,7 @@ absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamI
                                             &why, &hit);
   }
   if (block.ok()) {
-    stats_.Count(hit ? kNumCacheHits : kNumCacheMisses);
+    stats_.CountUnlocked(hit ? kNumCacheHits : kNumCacheMisses);
     map_.Register(*block);
     if (sink != nullptr) {
       sink->push_back(pool_internal::MakeEvent(AllocatorEventType::kAllocate, (*block)->size,
@@ -397,11 +397,13 @@ MemoryStats CachingAllocator::Impl::Stats() const {
 
 void CachingAllocator::Impl::ResetPeakStats() {
   pool_internal::FoldAllCaches(*registry_, stats_);
+  std::lock_guard<std::mutex> lock(central_.mu());
   stats_.ResetPeaks();
 }
 
 void CachingAllocator::Impl::ResetAccumulatedStats() {
   pool_internal::FoldAllCaches(*registry_, stats_);
+  std::lock_guard<std::mutex> lock(central_.mu());
   stats_.ResetAccumulated();
 }
 

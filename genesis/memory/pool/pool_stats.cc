@@ -29,14 +29,13 @@ void PoolStats::RaisePeakTo(Gauge g, int p, int64_t value) {
 
 void PoolStats::AddGauge(Gauge g, int pool, int64_t delta) {
   if (delta == 0) return;
-  CounterShard& shard = shards_[ThisThreadShard()];
   for (int p : {kAllPools, pool}) {
-    const int64_t now = cur_[g][p].fetch_add(delta, std::memory_order_relaxed) + delta;
+    Bump(cur_[g][p], delta);
     if (delta > 0) {
-      shard.gauge_up[g][p].fetch_add(delta, std::memory_order_relaxed);
-      RaisePeakTo(g, p, now);
+      Bump(up_[g][p], delta);
+      RaisePeakTo(g, p, GaugeNow(g, p));
     } else {
-      shard.gauge_down[g][p].fetch_add(-delta, std::memory_order_relaxed);
+      Bump(down_[g][p], -delta);
     }
   }
 }
@@ -44,13 +43,14 @@ void PoolStats::AddGauge(Gauge g, int pool, int64_t delta) {
 void PoolStats::FoldCurrent(ThreadStats& stats) {
   for (int p = 0; p < kNumStatPools; ++p) {
     ThreadStats::Unfolded& u = stats.unfolded[p];
+    if (u == ThreadStats::Unfolded{}) continue;
     for (int g = 0; g < kNumGauges; ++g) {
       const auto gauge = static_cast<Gauge>(g);
       if (const int64_t high = u.High(gauge); high > 0) {
         RaisePeakTo(gauge, p, GaugeNow(gauge, p) + high);
       }
       if (const int64_t change = u.Change(gauge); change != 0) {
-        cur_[g][p].fetch_add(change, std::memory_order_relaxed);
+        folded_[g][p].fetch_add(change, std::memory_order_relaxed);
       }
     }
     u = {};
@@ -87,7 +87,7 @@ MemoryStats PoolStats::Collect(const CacheFigures& figures) const {
         &pools[p]->reserved_bytes,       &pools[p]->active_bytes,
         &pools[p]->inactive_split_bytes, &pools[p]->requested_bytes};
     for (int g = 0; g < kNumGauges; ++g) {
-      stats[g]->current = cur_[g][p].load(std::memory_order_relaxed) + figures.current[g][p];
+      stats[g]->current = GaugeNow(static_cast<Gauge>(g), p) + figures.current[g][p];
       stats[g]->peak =
           std::max(peak_[g][p].load(std::memory_order_relaxed), stats[g]->current);
       for (const auto& e : figures.excess) {
@@ -95,8 +95,8 @@ MemoryStats PoolStats::Collect(const CacheFigures& figures) const {
           stats[g]->peak = std::max(stats[g]->peak, stats[g]->current + e[g][p]);
         }
       }
-      stats[g]->allocated = figures.up[g][p];
-      stats[g]->freed = figures.down[g][p];
+      stats[g]->allocated = figures.up[g][p] + up_[g][p].load(std::memory_order_relaxed);
+      stats[g]->freed = figures.down[g][p] + down_[g][p].load(std::memory_order_relaxed);
       for (const CounterShard& s : shards_) {
         stats[g]->allocated += s.gauge_up[g][p].load(std::memory_order_relaxed);
         stats[g]->freed += s.gauge_down[g][p].load(std::memory_order_relaxed);
@@ -104,7 +104,9 @@ MemoryStats PoolStats::Collect(const CacheFigures& figures) const {
     }
   }
   int64_t counters[kNumCounters] = {};
-  for (int c = 0; c < kNumCounters; ++c) counters[c] = figures.counters[c];
+  for (int c = 0; c < kNumCounters; ++c) {
+    counters[c] = figures.counters[c] + counters_[c].load(std::memory_order_relaxed);
+  }
   for (const CounterShard& s : shards_) {
     for (int c = 0; c < kNumCounters; ++c) {
       counters[c] += s.counters[c].load(std::memory_order_relaxed);
@@ -127,13 +129,19 @@ MemoryStats PoolStats::Collect(const CacheFigures& figures) const {
 void PoolStats::ResetPeaks() {
   for (int g = 0; g < kNumGauges; ++g) {
     for (int p = 0; p < kNumStatPools; ++p) {
-      peak_[g][p].store(cur_[g][p].load(std::memory_order_relaxed),
-                        std::memory_order_relaxed);
+      peak_[g][p].store(GaugeNow(static_cast<Gauge>(g), p), std::memory_order_relaxed);
     }
   }
 }
 
 void PoolStats::ResetAccumulated() {
+  for (auto& c : counters_) c.store(0, std::memory_order_relaxed);
+  for (int g = 0; g < kNumGauges; ++g) {
+    for (int p = 0; p < kNumStatPools; ++p) {
+      up_[g][p].store(0, std::memory_order_relaxed);
+      down_[g][p].store(0, std::memory_order_relaxed);
+    }
+  }
   for (CounterShard& s : shards_) {
     for (auto& c : s.counters) c.store(0, std::memory_order_relaxed);
     for (int g = 0; g < kNumGauges; ++g) {

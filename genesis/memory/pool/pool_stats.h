@@ -1,8 +1,13 @@
-// A pool's statistics: the current value and peak of each gauge per stats pool
-// (atomics, written by the slow paths), running totals and event counters in shards
-// (one per group of threads, so that threads do not write one cache line), and folding
-// in what the thread caches kept for the fast path (ThreadStats). MemoryStats is built
-// from all of them.
+// A pool's statistics: the current value and peak of each gauge per stats pool, running
+// totals and event counters, and folding in what the thread caches kept for the fast
+// path (ThreadStats). MemoryStats is built from all of them.
+//
+// The slow paths change them under the pool lock, so their part is atomics that only
+// lock holders write, each with a relaxed load and store: no locked instruction (a slow
+// allocate+free pair changes about thirty figures). Folds run under a thread cache's
+// lock instead, at the same time as the slow paths, so what they add goes to atomics of
+// their own (read-modify-write; totals and counters in shards, one per group of
+// threads, so that threads do not write one cache line). A reader adds the two parts.
 #ifndef GENESIS_MEMORY_POOL_POOL_STATS_H_
 #define GENESIS_MEMORY_POOL_POOL_STATS_H_
 
@@ -49,18 +54,22 @@ struct CacheFigures {
 class PoolStats {
  public:
   // Adds `delta` to gauge `g` of `pool` and of kAllPools, counts it in the running
-  // totals (allocated if positive, freed if negative) and raises the peaks.
+  // totals (allocated if positive, freed if negative) and raises the peaks. The caller
+  // holds the pool lock.
   void AddGauge(Gauge g, int pool, int64_t delta);
   // Raises the peak of gauge `g` of stats pool `p` to `value` if that is higher.
   void RaisePeakTo(Gauge g, int p, int64_t value);
-  // Adds `n` to counter `c`.
-  void Count(Counter c, int64_t n = 1) {
+  // Adds `n` to counter `c`. The caller holds the pool lock.
+  void Count(Counter c, int64_t n = 1) { Bump(counters_[c], n); }
+  // Count for a caller that does not hold the pool lock.
+  void CountUnlocked(Counter c, int64_t n = 1) {
     shards_[ThisThreadShard()].counters[c].fetch_add(n, std::memory_order_relaxed);
   }
   // The current value of gauge `g` of stats pool `pool`, without the thread caches'
   // unfolded changes.
   int64_t GaugeNow(Gauge g, int pool) const {
-    return cur_[g][pool].load(std::memory_order_relaxed);
+    return cur_[g][pool].load(std::memory_order_relaxed) +
+           folded_[g][pool].load(std::memory_order_relaxed);
   }
   // Adds `n` (may be negative) to the number of segments.
   void AddSegments(int64_t n) { num_segments_.fetch_add(n, std::memory_order_relaxed); }
@@ -79,15 +88,29 @@ class PoolStats {
   // other caches' unfolded changes as they are now, that is a peak. largest_free_block
   // is left 0 (the free sets know it).
   MemoryStats Collect(const CacheFigures& figures) const;
-  // Sets every peak to its current value (fold the caches first).
+  // Sets every peak to its current value (fold the caches first). The caller holds the
+  // pool lock.
   void ResetPeaks();
-  // Zeroes the running totals and the counters (fold the caches first).
+  // Zeroes the running totals and the counters (fold the caches first). The caller
+  // holds the pool lock.
   void ResetAccumulated();
 
  private:
+  // Adds `n` to an atomic that only holders of the pool lock write.
+  static void Bump(std::atomic<int64_t>& a, int64_t n) {
+    a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+
+  // Written under the pool lock (Bump).
   std::atomic<int64_t> cur_[kNumGauges][kNumStatPools] = {};
-  std::atomic<int64_t> peak_[kNumGauges][kNumStatPools] = {};
+  std::atomic<int64_t> up_[kNumGauges][kNumStatPools] = {};
+  std::atomic<int64_t> down_[kNumGauges][kNumStatPools] = {};
+  std::atomic<int64_t> counters_[kNumCounters] = {};
+  // Written by folds (read-modify-write).
+  std::atomic<int64_t> folded_[kNumGauges][kNumStatPools] = {};
   CounterShard shards_[kNumCounterShards];
+  // Raised by both (compare-exchange, only when a value passes the peak).
+  std::atomic<int64_t> peak_[kNumGauges][kNumStatPools] = {};
   std::atomic<int64_t> num_segments_{0};
 };
 

@@ -129,5 +129,36 @@ TEST(PoolStatsTest, ResetsSetPeaksToCurrentAndZeroTotals) {
   EXPECT_EQ(m.num_segment_allocs, 0);
 }
 
+TEST(PoolStatsTest, LockedAndFoldedPartsAddUp) {
+  PoolStats stats;
+  stats.AddGauge(kAllocatedBytes, kSmall, 4096);  // Under the pool lock.
+  ThreadStats t;
+  t.Account<true>(kSmall, 512, 512, false);
+  t.Account<true>(kSmall, 512, 512, false);
+  stats.Fold(t);  // Under a cache's lock.
+  stats.AddGauge(kAllocatedBytes, kSmall, -4096);
+  stats.Count(kNumCacheMisses);
+  stats.CountUnlocked(kNumCacheMisses, 2);
+  EXPECT_EQ(stats.GaugeNow(kAllocatedBytes, kSmall), 1024);
+  MemoryStats m = stats.Collect(CacheFigures());
+  EXPECT_EQ(m.all.allocated_bytes.current, 1024);
+  EXPECT_EQ(m.all.allocated_bytes.peak, 4096 + 1024);
+  EXPECT_EQ(m.all.allocated_bytes.allocated, 4096 + 1024);
+  EXPECT_EQ(m.all.allocated_bytes.freed, 4096);
+  EXPECT_EQ(m.num_cache_misses, 3);
+  EXPECT_EQ(m.num_allocations, 2);
+  // A slow-path change after the fold raises the peak from both parts.
+  stats.AddGauge(kAllocatedBytes, kSmall, 8192);
+  EXPECT_EQ(stats.Collect(CacheFigures()).all.allocated_bytes.peak, 1024 + 8192);
+  stats.ResetPeaks();
+  stats.ResetAccumulated();
+  m = stats.Collect(CacheFigures());
+  EXPECT_EQ(m.all.allocated_bytes.peak, 1024 + 8192);
+  EXPECT_EQ(m.all.allocated_bytes.allocated, 0);
+  EXPECT_EQ(m.all.allocated_bytes.freed, 0);
+  EXPECT_EQ(m.num_cache_misses, 0);
+  EXPECT_EQ(m.num_allocations, 0);
+}
+
 }  // namespace
 }  // namespace genesis::memory::pool_internal

@@ -39,6 +39,8 @@ struct ThreadStats {
     int64_t cached_high = 0;
     int64_t requested_high = 0;
     int64_t split_high = 0;
+    // Compared with Unfolded{}: nothing to fold (the cache was not used since).
+    bool operator==(const Unfolded&) const = default;
 
     // The unfolded change of gauge `g` (0 for gauges the fast path does not move).
     int64_t Change(Gauge g) const {

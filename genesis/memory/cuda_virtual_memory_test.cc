@@ -277,7 +277,7 @@ TEST(CudaVirtualMemoryTest, ListenersFollowPiecesAndLookupsFindThem) {
   ASSERT_TRUE(base.ok()) << base.status();
   char* p = static_cast<char*>(*base);
   // 6 chunks in pieces of at most 4: 4 + 2.
-  ASSERT_TRUE(vm->MapPieces(p, 6 * chunk, 4 * chunk, PieceLayout::kAligned).ok());
+  ASSERT_TRUE(vm->MapPieces(p, 6 * chunk, PieceCut{.max_piece = 4 * chunk}).ok());
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(listener.mapped.size(), 2u);
   EXPECT_TRUE(listener.all_written);
@@ -296,7 +296,7 @@ TEST(CudaVirtualMemoryTest, ListenersFollowPiecesAndLookupsFindThem) {
   EXPECT_FALSE(vm->PieceContaining(p + 6 * chunk).has_value());
   EXPECT_FALSE(vm->PieceContaining(nullptr).has_value());
   // A failed map tells nobody.
-  EXPECT_FALSE(vm->MapPieces(p + 4 * chunk, 4 * chunk, 4 * chunk, PieceLayout::kAligned).ok());
+  EXPECT_FALSE(vm->MapPieces(p + 4 * chunk, 4 * chunk, PieceCut{.max_piece = 4 * chunk}).ok());
   EXPECT_EQ(listener.mapped.size(), 2u);
   // Unmapping tells the listener before the memory goes, piece by piece (on the
   // unmapping thread: FinishUnmaps waits for it). The piece is gone from lookups at once.

@@ -123,15 +123,18 @@ TEST(ExpandableSegmentsTest, IdleMemoryMovesWhereItIsNeeded) {
 // Memory is mapped in pieces of up to expandable_piece_size and goes back a whole piece
 // at a time: the pool never asks to unmap part of a piece (TestBackend's virtual memory
 // refuses that and records it), and what it reports reserved is what is mapped.
-// Both layouts (aligned pieces, whole pieces).
+// Both layouts (aligned pieces, pure or with small pieces joined, and whole pieces).
 TEST(ExpandableSegmentsTest, MemoryGoesBackWholePieces) {
+  for (size_t min_piece : {2 * kMiB, 4 * kMiB})
   for (auto [cache_limit, layout] :
        {std::pair{kNoLimit, PieceLayout::kAligned}, std::pair{size_t{0}, PieceLayout::kAligned},
         std::pair{kNoLimit, PieceLayout::kWhole}, std::pair{size_t{0}, PieceLayout::kWhole}}) {
     SCOPED_TRACE(cache_limit == 0 ? "cache_limit 0" : "no cache limit");
     SCOPED_TRACE(layout == PieceLayout::kWhole ? "whole pieces" : "aligned pieces");
+    SCOPED_TRACE(min_piece);
     AllocatorOptions options;
     options.expandable_piece_size = 8 * kMiB;
+    options.expandable_min_piece = min_piece;
     options.expandable_piece_layout = layout;
     options.cache_limit = cache_limit;
     Pool p = MakePool(kNoLimit, options);
@@ -165,6 +168,28 @@ TEST(ExpandableSegmentsTest, MemoryGoesBackWholePieces) {
     consistent();
     EXPECT_EQ(p.reserved(), 0);
     EXPECT_EQ(p.state->mapped_bytes(), 0u);
+  }
+}
+
+// expandable_min_piece reaches the virtual memory: a 12 MiB map after the first chunk is
+// cut 2, 4, 4, 2 MiB purely aligned, and 6, 6 MiB when pieces below 4 MiB join.
+TEST(ExpandableSegmentsTest, SmallPiecesOfAMapJoinTheirNeighbours) {
+  for (const auto& [min_piece, first_piece] :
+       {std::pair{2 * kMiB, 2 * kMiB}, std::pair{4 * kMiB, 6 * kMiB}}) {
+    SCOPED_TRACE(min_piece);
+    AllocatorOptions options;
+    options.expandable_piece_size = 8 * kMiB;
+    options.expandable_min_piece = min_piece;
+    Pool p = MakePool(kNoLimit, options);
+    auto* first = static_cast<char*>(p.Alloc(2 * kMiB));
+    void* second = p.Alloc(12 * kMiB);
+    ASSERT_EQ(second, first + 2 * kMiB);
+    const auto base = reinterpret_cast<uintptr_t>(first);
+    EXPECT_EQ(p.backend->virtual_memory()->PieceAt(base + 3 * kMiB),
+              std::make_pair(base + 2 * kMiB, base + 2 * kMiB + first_piece));
+    p.Free(second);
+    p.Free(first);
+    EXPECT_THAT(p.state->violations(), ::testing::IsEmpty());
   }
 }
 

@@ -145,10 +145,9 @@ void HostVirtualMemory::ReturnSlotLocked(size_t slot) {
   std::push_heap(free_slots_.begin(), free_slots_.end(), std::greater<>());
 }
 
-absl::Status HostVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_piece,
-                                          PieceLayout layout) {
+absl::Status HostVirtualMemory::MapPieces(void* ptr, size_t bytes, const PieceCut& cut) {
   const auto start = reinterpret_cast<uintptr_t>(ptr);
-  GENESIS_RETURN_IF_ERROR(CheckMaxPiece(max_piece, granularity_, "HostVirtualMemory::Map"));
+  GENESIS_RETURN_IF_ERROR(CheckMaxPiece(cut.max_piece, granularity_, "HostVirtualMemory::Map"));
   std::lock_guard<std::mutex> lock(mu_);
   if (bytes == 0 || start % granularity_ != 0 || bytes % granularity_ != 0 ||
       !ReservedLocked(start, bytes)) {
@@ -208,8 +207,7 @@ absl::Status HostVirtualMemory::MapPieces(void* ptr, size_t bytes, size_t max_pi
     return status;
   }
   for (const Piece& piece :
-       SplitIntoPieces(ReservationBaseLocked(start), start, bytes, granularity_, max_piece,
-                       layout)) {
+       SplitIntoPieces(ReservationBaseLocked(start), start, bytes, granularity_, cut)) {
     pieces_.Insert(piece);
   }
   return status;

@@ -46,11 +46,10 @@ class HostVirtualMemory : public VirtualMemory {
   absl::StatusOr<void*> Reserve(size_t bytes) override;
   void Unreserve(void* base, size_t bytes) override;
   // InvalidArgument for a range that is not chunk-aligned, not reserved or already
-  // mapped in part, or a bad `max_piece`; the system's error (ResourceExhausted for
+  // mapped in part, or a bad `cut.max_piece`; the system's error (ResourceExhausted for
   // ENOMEM/ENOSPC) otherwise. The memory is mapped chunk by chunk, but remembered in
   // the pieces a CUDA device would use, so that Unmap holds callers to whole pieces.
-  absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece,
-                         PieceLayout layout) override;
+  absl::Status MapPieces(void* ptr, size_t bytes, const PieceCut& cut) override;
   // InvalidArgument for a range that is not chunk-aligned or not whole mapped pieces.
   absl::Status Unmap(void* ptr, size_t bytes) override;
   std::pair<uintptr_t, uintptr_t> PieceAt(uintptr_t p) const override;

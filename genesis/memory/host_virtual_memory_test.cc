@@ -89,7 +89,7 @@ TEST(HostVirtualMemoryTest, PiecesGoBackWhole) {
   ASSERT_TRUE(base.ok());
   const auto aligned = reinterpret_cast<uintptr_t>(*base);
   char* p = reinterpret_cast<char*>(aligned);
-  ASSERT_TRUE(vm->MapPieces(p, 7 * kChunk, 4 * kChunk, PieceLayout::kAligned).ok());
+  ASSERT_TRUE(vm->MapPieces(p, 7 * kChunk, PieceCut{.max_piece = 4 * kChunk}).ok());
   EXPECT_EQ(vm->PieceAt(aligned + kChunk), std::make_pair(aligned, aligned + 4 * kChunk));
   EXPECT_EQ(vm->PieceAt(aligned + 6 * kChunk + 7),
             std::make_pair(aligned + 6 * kChunk, aligned + 7 * kChunk));
@@ -106,12 +106,10 @@ TEST(HostVirtualMemoryTest, PiecesGoBackWhole) {
   ASSERT_TRUE(vm->Unmap(p + 4 * kChunk, 3 * kChunk).ok());
   EXPECT_EQ(vm->mapped_bytes(), 4 * kChunk);
   EXPECT_EQ(p[3 * kChunk], 1);
-  EXPECT_FALSE(vm->MapPieces(p + 4 * kChunk, kChunk, 3 * kChunk,
-                             PieceLayout::kAligned).ok());  // Not a power of 2.
-  EXPECT_FALSE(vm->MapPieces(p + 4 * kChunk, kChunk, kChunk / 2,
-                             PieceLayout::kAligned).ok());  // Below a chunk.
-  ASSERT_TRUE(vm->MapPieces(p + 4 * kChunk, 3 * kChunk, 4 * kChunk,
-                            PieceLayout::kAligned).ok());
+  // Not a power of 2; below a chunk.
+  EXPECT_FALSE(vm->MapPieces(p + 4 * kChunk, kChunk, PieceCut{.max_piece = 3 * kChunk}).ok());
+  EXPECT_FALSE(vm->MapPieces(p + 4 * kChunk, kChunk, PieceCut{.max_piece = kChunk / 2}).ok());
+  ASSERT_TRUE(vm->MapPieces(p + 4 * kChunk, 3 * kChunk, PieceCut{.max_piece = 4 * kChunk}).ok());
   EXPECT_EQ(vm->mapped_bytes(), 7 * kChunk);
   vm->Unreserve(*base, 16 * kChunk);
   EXPECT_EQ(vm->mapped_bytes(), 0u);

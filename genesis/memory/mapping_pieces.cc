@@ -17,23 +17,29 @@ absl::Status CheckMaxPiece(size_t max_piece, size_t chunk, const char* what) {
 }
 
 std::vector<Piece> SplitIntoPieces(uintptr_t origin, uintptr_t start, size_t bytes,
-                                   size_t chunk, size_t max_piece, PieceLayout layout) {
+                                   size_t chunk, const PieceCut& cut) {
   std::vector<Piece> pieces;
   const uintptr_t end = start + bytes;
   uintptr_t p = start;
-  if (layout == PieceLayout::kWhole) {
+  if (cut.layout == PieceLayout::kWhole) {
     for (; p < end; p += pieces.back().size) {
-      pieces.push_back(Piece{p, std::min<size_t>(max_piece, end - p), 0});
+      pieces.push_back(Piece{p, std::min<size_t>(cut.max_piece, end - p), 0});
     }
     return pieces;
   }
   while (p < end) {
     // The largest power of two the offset is aligned to (offset 0: any).
     const uintptr_t offset = p - origin;
-    size_t size = offset == 0 ? max_piece : std::min<size_t>(max_piece, offset & (~offset + 1));
+    size_t size =
+        offset == 0 ? cut.max_piece : std::min<size_t>(cut.max_piece, offset & (~offset + 1));
     while (size > end - p) size /= 2;
     size = std::max(size, chunk);
-    pieces.push_back(Piece{p, size, 0});
+    if (!pieces.empty() && (size < cut.min_piece || pieces.back().size < cut.min_piece) &&
+        pieces.back().size + size <= cut.max_piece) {
+      pieces.back().size += size;
+    } else {
+      pieces.push_back(Piece{p, size, 0});
+    }
     p += size;
   }
   return pieces;

@@ -45,15 +45,17 @@ struct Piece {
 // it (`what` names the caller).
 absl::Status CheckMaxPiece(size_t max_piece, size_t chunk, const char* what);
 
-// The pieces that back [start, start + bytes). kAligned: from `start` on, each is the
-// largest power-of-two multiple of `chunk` that is at most `max_piece`, that the offset
-// from `origin` (the reservation's base, so that a range is cut the same way wherever
-// the reservation landed) is aligned to, and that fits in what is left. kWhole: pieces
-// of `max_piece` from `start` on, the last one what is left. `start - origin` and
-// `bytes` are multiples of `chunk`, and `chunk` and `max_piece` powers of two with
+// The pieces that back [start, start + bytes), cut as `cut` says. kAligned: from
+// `start` on, each is the largest power-of-two multiple of `chunk` that is at most
+// cut.max_piece, that the offset from `origin` (the reservation's base, so that a range
+// is cut the same way wherever the reservation landed) is aligned to, and that fits in
+// what is left; then, from the first on, a piece joins the one before it where either
+// is smaller than cut.min_piece and together they are at most cut.max_piece. kWhole:
+// pieces of cut.max_piece from `start` on, the last one what is left. `start - origin`
+// and `bytes` are multiples of `chunk`, and `chunk` and cut.max_piece powers of two with
 // max_piece >= chunk (checked by the callers). Handles are 0.
 std::vector<Piece> SplitIntoPieces(uintptr_t origin, uintptr_t start, size_t bytes,
-                                   size_t chunk, size_t max_piece, PieceLayout layout);
+                                   size_t chunk, const PieceCut& cut);
 
 // The pieces mapped now, by address. Not thread-safe (callers hold their own lock).
 class PieceMap {

@@ -15,6 +15,14 @@ namespace {
 constexpr size_t kChunk = size_t{2} << 20;
 constexpr uintptr_t kBase = uintptr_t{1} << 40;  // Aligned to any piece size here.
 
+PieceCut Aligned(size_t max_piece, size_t min_piece = 0) {
+  return PieceCut{.max_piece = max_piece, .min_piece = min_piece, .layout = PieceLayout::kAligned};
+}
+
+PieceCut Whole(size_t max_piece) {
+  return PieceCut{.max_piece = max_piece, .layout = PieceLayout::kWhole};
+}
+
 std::vector<size_t> Sizes(const std::vector<Piece>& pieces) {
   std::vector<size_t> sizes;
   for (const Piece& p : pieces) sizes.push_back(p.size / kChunk);
@@ -22,11 +30,9 @@ std::vector<size_t> Sizes(const std::vector<Piece>& pieces) {
 }
 
 TEST(SplitIntoPiecesTest, AlignedRangesTakeTheLargestPieces) {
-  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 32 * kChunk, kChunk, 16 * kChunk,
-                                  PieceLayout::kAligned)),
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 32 * kChunk, kChunk, Aligned(16 * kChunk))),
             (std::vector<size_t>{16, 16}));
-  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 7 * kChunk, kChunk, 16 * kChunk,
-                                  PieceLayout::kAligned)),
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 7 * kChunk, kChunk, Aligned(16 * kChunk))),
             (std::vector<size_t>{4, 2, 1}));
 }
 
@@ -34,8 +40,7 @@ TEST(SplitIntoPiecesTest, PiecesAreAlignedToTheirSize) {
   // From chunk 3 to chunk 20: 1 (at 3), 4 (at 4), 8 (at 8), 4 (at 16), 1 (at 20)?
   // At 16 the largest aligned piece that fits in 5 chunks is 4, then 1 at 20.
   const std::vector<Piece> pieces =
-      SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk, kChunk, 16 * kChunk,
-                      PieceLayout::kAligned);
+      SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk, kChunk, Aligned(16 * kChunk));
   EXPECT_EQ(Sizes(pieces), (std::vector<size_t>{1, 4, 8, 4, 1}));
   uintptr_t p = kBase + 3 * kChunk;
   for (const Piece& piece : pieces) {
@@ -50,30 +55,55 @@ TEST(SplitIntoPiecesTest, AlignmentCountsFromTheOrigin) {
   // The same offsets from another origin give the same pieces.
   const uintptr_t origin = kBase + 5 * kChunk;
   EXPECT_EQ(Sizes(SplitIntoPieces(origin, origin + 3 * kChunk, 18 * kChunk, kChunk,
-                                  16 * kChunk, PieceLayout::kAligned)),
+                                  Aligned(16 * kChunk))),
             (std::vector<size_t>{1, 4, 8, 4, 1}));
 }
 
 TEST(SplitIntoPiecesTest, ChunkPiecesWhenTheMaximumIsAChunk) {
-  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 3 * kChunk, kChunk, kChunk,
-                                  PieceLayout::kAligned)),
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 3 * kChunk, kChunk, Aligned(kChunk))),
             (std::vector<size_t>{1, 1, 1}));
 }
 
 TEST(SplitIntoPiecesTest, WholePiecesAreAsFewAsFit) {
   // From chunk 3, 18 chunks: 16 and 2 (aligned: 1, 4, 8, 4, 1).
   std::vector<Piece> pieces = SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk,
-                                              kChunk, 16 * kChunk, PieceLayout::kWhole);
+                                              kChunk, Whole(16 * kChunk));
   EXPECT_EQ(Sizes(pieces), (std::vector<size_t>{16, 2}));
   EXPECT_EQ(pieces[0].start, kBase + 3 * kChunk);
   EXPECT_EQ(pieces[1].start, kBase + 19 * kChunk);
   // Below the maximum: one piece of whatever size, power of two or not.
-  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase + kChunk, 7 * kChunk, kChunk, 16 * kChunk,
-                                  PieceLayout::kWhole)),
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase + kChunk, 7 * kChunk, kChunk, Whole(16 * kChunk))),
             (std::vector<size_t>{7}));
-  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 3 * kChunk, kChunk, kChunk,
-                                  PieceLayout::kWhole)),
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase, 3 * kChunk, kChunk, Whole(kChunk))),
             (std::vector<size_t>{1, 1, 1}));
+}
+
+TEST(SplitIntoPiecesTest, SmallPiecesJoinTheirNeighboursUpToTheMaximum) {
+  // From chunk 3, 18 chunks: aligned 1, 4, 8, 4, 1. With pieces of at least 4 chunks,
+  // the first joins the second (5) and the last the one before it (5); 8 stays.
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk, kChunk,
+                                  Aligned(16 * kChunk, 4 * kChunk))),
+            (std::vector<size_t>{5, 8, 5}));
+  // At least 8 chunks: 1 + 4 = 5 is still small, so it takes the 8 (13); 4 + 1 too.
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk, kChunk,
+                                  Aligned(16 * kChunk, 8 * kChunk))),
+            (std::vector<size_t>{13, 5}));
+  // Never beyond the maximum: with 8-chunk pieces at most, 1 + 4 = 5 cannot take the 8.
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk, kChunk,
+                                  Aligned(8 * kChunk, 8 * kChunk))),
+            (std::vector<size_t>{5, 8, 5}));
+  // A map smaller than the minimum is one piece; a minimum of a chunk changes nothing.
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase + 3 * kChunk, 6 * kChunk, kChunk,
+                                  Aligned(16 * kChunk, 16 * kChunk))),
+            (std::vector<size_t>{6}));
+  EXPECT_EQ(Sizes(SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk, kChunk,
+                                  Aligned(16 * kChunk, kChunk))),
+            (std::vector<size_t>{1, 4, 8, 4, 1}));
+  // Every piece starts where the one before it ends.
+  const std::vector<Piece> pieces = SplitIntoPieces(kBase, kBase + 3 * kChunk, 18 * kChunk,
+                                                    kChunk, Aligned(16 * kChunk, 8 * kChunk));
+  EXPECT_EQ(pieces[0].start, kBase + 3 * kChunk);
+  EXPECT_EQ(pieces[1].start, kBase + 16 * kChunk);
 }
 
 TEST(CheckMaxPieceTest, NamesABadSize) {

@@ -80,8 +80,7 @@ class TestBackend::CountingVirtualMemory : public VirtualMemory {
     state_->FinishUnmapsLocked();
   }
 
-  absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece,
-                         PieceLayout layout) override {
+  absl::Status MapPieces(void* ptr, size_t bytes, const PieceCut& cut) override {
     State& s = *state_;
     {
       std::lock_guard<std::mutex> lock(s.mu_);
@@ -95,7 +94,7 @@ class TestBackend::CountingVirtualMemory : public VirtualMemory {
       if (over_pending || needs_pending) s.FinishUnmapsLocked();
       if (absl::Status st = s.TakeLocked(bytes, "Map"); !st.ok()) return st;
     }
-    absl::Status status = vm_->MapPieces(ptr, bytes, max_piece, layout);
+    absl::Status status = vm_->MapPieces(ptr, bytes, cut);
     std::lock_guard<std::mutex> lock(s.mu_);
     if (!status.ok()) {
       s.live_bytes_ -= bytes;

@@ -49,17 +49,16 @@ class VirtualMemory {
 
   // Backs [ptr, ptr + bytes), chunk-aligned, inside a reservation and not mapped, with
   // new physical memory, readable and writable by the owning device (and, on CUDA, by
-  // peers that can reach it), in pieces of at most `max_piece` bytes (a power of two,
-  // at least granularity()) cut as `layout` says (piece_layout.h, mapping_pieces.h).
+  // peers that can reach it), in pieces cut as `cut` says (piece_layout.h,
+  // mapping_pieces.h; cut.max_piece a power of two, at least granularity()).
   // Implementations may back it in smaller pieces; the chunk is the smallest. On any
   // error nothing stays mapped: ResourceExhausted when the memory is not there,
   // InvalidArgument for a bad range or piece size, another status for anything else.
-  virtual absl::Status MapPieces(void* ptr, size_t bytes, size_t max_piece,
-                                 PieceLayout layout) = 0;
+  virtual absl::Status MapPieces(void* ptr, size_t bytes, const PieceCut& cut) = 0;
 
   // Map in pieces of one chunk: every chunk can be unmapped on its own.
   absl::Status Map(void* ptr, size_t bytes) {
-    return MapPieces(ptr, bytes, granularity(), PieceLayout::kAligned);
+    return MapPieces(ptr, bytes, PieceCut{.max_piece = granularity()});
   }
 
   // Unmaps [ptr, ptr + bytes), which must be made of whole pieces that MapPieces mapped

@@ -32,8 +32,11 @@ std::unique_ptr<ExpandableSegmentSet> MakeExpandable(Backend& backend,
                           : backend.virtual_memory();
   if (vm == nullptr) return nullptr;
   return std::make_unique<ExpandableSegmentSet>(
-      backend, *vm, total_bytes, std::max(options.expandable_piece_size, vm->granularity()),
-      options.expandable_piece_layout, free_sets, segments, stats,
+      backend, *vm, total_bytes,
+      PieceCut{.max_piece = std::max(options.expandable_piece_size, vm->granularity()),
+               .min_piece = options.expandable_min_piece,
+               .layout = options.expandable_piece_layout},
+      free_sets, segments, stats,
       AllowedMax(options, total_bytes));
 }
 

@@ -17,16 +17,15 @@
 namespace genesis::memory::pool_internal {
 
 ExpandableSegmentSet::ExpandableSegmentSet(const Backend& backend, VirtualMemory& vm,
-                                           size_t total_bytes, size_t max_piece,
-                                           PieceLayout layout, FreeSets& free_sets,
+                                           size_t total_bytes, const PieceCut& cut,
+                                           FreeSets& free_sets,
                                            SegmentMap& segments, PoolStats& stats,
                                            size_t allowed_max)
     : backend_(backend),
       vm_(vm),
       chunk_(vm.granularity()),
       reservation_(ReservationSize(total_bytes, chunk_)),
-      max_piece_(max_piece),
-      layout_(layout),
+      cut_(cut),
       free_(free_sets),
       segments_(segments),
       stats_(stats),
@@ -105,7 +104,7 @@ void ExpandableSegmentSet::InsertUnmapped(Block* u) {
 
 absl::StatusOr<Block*> ExpandableSegmentSet::Map(Block* u, char* begin, char* end, Sink* sink) {
   const size_t bytes = static_cast<size_t>(end - begin);
-  GENESIS_RETURN_IF_ERROR(vm_.MapPieces(begin, bytes, max_piece_, layout_));
+  GENESIS_RETURN_IF_ERROR(vm_.MapPieces(begin, bytes, cut_));
   unmapped_.erase(u);
   Block* mapped = u;
   if (begin > u->ptr) {

@@ -34,12 +34,12 @@ class ExpandableSegmentSet {
  public:
   // Everything passed must outlive this. `vm` is the backend's virtual memory;
   // `total_bytes` the backend's memory (0: unknown), which sizes the ranges;
-  // `max_piece` the largest piece one map creates (a power of two, at least the
-  // granularity), `layout` how a map is cut into pieces; `allowed_max` the memory_fraction cap on reserved memory (kNoLimit if
-  // none).
+  // `cut` how one map is cut into pieces (piece_layout.h; its max_piece a power of two,
+  // at least the granularity); `allowed_max` the memory_fraction cap on reserved
+  // memory (kNoLimit if none).
   ExpandableSegmentSet(const Backend& backend, VirtualMemory& vm, size_t total_bytes,
-                       size_t max_piece, PieceLayout layout, FreeSets& free_sets,
-                       SegmentMap& segments, PoolStats& stats, size_t allowed_max);
+                       const PieceCut& cut, FreeSets& free_sets, SegmentMap& segments,
+                       PoolStats& stats, size_t allowed_max);
   ExpandableSegmentSet(const ExpandableSegmentSet&) = delete;
   ExpandableSegmentSet& operator=(const ExpandableSegmentSet&) = delete;
 
@@ -94,8 +94,7 @@ class ExpandableSegmentSet {
   VirtualMemory& vm_;
   const size_t chunk_;
   const size_t reservation_;  // Bytes of address space reserved per range.
-  const size_t max_piece_;
-  const PieceLayout layout_;
+  const PieceCut cut_;
   FreeSets& free_;
   SegmentMap& segments_;
   PoolStats& stats_;

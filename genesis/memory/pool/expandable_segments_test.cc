@@ -42,8 +42,10 @@ class ExpandableSegmentSetTest : public SegmentTestBase {
   void Make(size_t allowed_max = kNoLimit, size_t max_piece = kChunk,
             PieceLayout layout = PieceLayout::kAligned) {
     set_ = std::make_unique<ExpandableSegmentSet>(*backend_, *backend_->virtual_memory(),
-                                                  64 * kMiB, max_piece, layout, free_,
-                                                  segments_, stats_, allowed_max);
+                                                  64 * kMiB,
+                                                  PieceCut{.max_piece = max_piece,
+                                                           .layout = layout},
+                                                  free_, segments_, stats_, allowed_max);
   }
 
   std::unique_ptr<TestBackend> backend_;

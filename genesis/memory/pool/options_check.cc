@@ -51,6 +51,10 @@ absl::Status ValidateOptions(const AllocatorOptions& o) {
     return bad(absl::StrCat("expandable_piece_size = ", o.expandable_piece_size,
                             " must be a power of two"));
   }
+  if (!std::has_single_bit(o.expandable_min_piece)) {
+    return bad(absl::StrCat("expandable_min_piece = ", o.expandable_min_piece,
+                            " must be a power of two"));
+  }
   if (!std::has_single_bit(o.large_segment_rounding) ||
       o.large_segment_rounding < o.block_rounding) {
     return bad(absl::StrCat("large_segment_rounding = ", o.large_segment_rounding,

@@ -33,6 +33,10 @@ TEST(OptionsCheckTest, DefaultsAreValidAndBadValuesAreNamed) {
   EXPECT_THAT(ValidateOptions(o).message(),
               HasSubstr("expandable_piece_size = 3145728 must be a power of two"));
   o = AllocatorOptions();
+  o.expandable_min_piece = 12 * kMiB;
+  EXPECT_THAT(ValidateOptions(o).message(),
+              HasSubstr("expandable_min_piece = 12582912 must be a power of two"));
+  o = AllocatorOptions();
   o.thread_cache_blocks = -1;
   EXPECT_THAT(ValidateOptions(o).message(), HasSubstr("thread_cache_blocks = -1"));
 }

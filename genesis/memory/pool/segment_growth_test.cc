@@ -36,8 +36,8 @@ class SegmentGrowthTest : public SegmentTestBase {
         std::make_unique<ClassicSegments>(*backend_, free_, segments_, stats_, allowed_max);
     if (expandable) {
       expandable_ = std::make_unique<ExpandableSegmentSet>(
-          *backend_, *backend_->virtual_memory(), 64 * kMiB, /*max_piece=*/kChunk,
-          PieceLayout::kAligned, free_, segments_, stats_, kNoLimit);
+          *backend_, *backend_->virtual_memory(), 64 * kMiB, PieceCut{.max_piece = kChunk},
+          free_, segments_, stats_, kNoLimit);
     }
     releaser_ = std::make_unique<SegmentReleaser>(options_, 64 * kMiB, free_, *classic_,
                                                   expandable_.get(), stats_);

@@ -53,6 +53,15 @@ absl::StatusOr<size_t> ParseSize(std::string_view value) {
   return static_cast<size_t>(*bytes);
 }
 
+// A size of expandable pieces: a power of two of at least a GPU's 2 MiB chunk.
+absl::StatusOr<size_t> ParsePieceSize(std::string_view value) {
+  absl::StatusOr<size_t> bytes = ParseSize(value);
+  if (bytes.ok() && (*bytes < 2 * kMiB || !std::has_single_bit(*bytes))) {
+    return absl::InvalidArgumentError("must be a power of two >= 2MiB");
+  }
+  return bytes;
+}
+
 absl::StatusOr<size_t> ParsePositiveSize(std::string_view value) {
   absl::StatusOr<size_t> bytes = ParseSize(value);
   if (bytes.ok() && *bytes == 0) return absl::InvalidArgumentError("must be > 0");
@@ -223,21 +232,15 @@ const Key kKeys[] = {
      }},
     {"expandable_piece_size",
      [](std::string_view value, AllocConfig& config) {
-       absl::StatusOr<size_t> bytes = ParseSize(value);
+       absl::StatusOr<size_t> bytes = ParsePieceSize(value);
        if (!bytes.ok()) return bytes.status();
-       if (*bytes < 2 * kMiB || !std::has_single_bit(*bytes)) {
-         return absl::InvalidArgumentError("must be a power of two >= 2MiB");
-       }
        config.options.expandable_piece_size = *bytes;
        return absl::OkStatus();
      }},
     {"expandable_min_piece",
      [](std::string_view value, AllocConfig& config) {
-       absl::StatusOr<size_t> bytes = ParseSize(value);
+       absl::StatusOr<size_t> bytes = ParsePieceSize(value);
        if (!bytes.ok()) return bytes.status();
-       if (*bytes < 2 * kMiB || !std::has_single_bit(*bytes)) {
-         return absl::InvalidArgumentError("must be a power of two >= 2MiB");
-       }
        config.options.expandable_min_piece = *bytes;
        return absl::OkStatus();
      }},

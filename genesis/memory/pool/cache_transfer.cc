@@ -45,8 +45,7 @@ void AdoptExitingCache(ThreadCacheRegistry& registry, const std::shared_ptr<Thre
     // Called on the exiting thread itself, the cache's owner.
     OwnerLock::AsOwner lock(cache->mu);
     TakeCachedBlocks(*cache, stats, &blocks);
-    cache->bins.clear();
-    for (ThreadCache::RecentBin& r : cache->recent) r = {};
+    cache->Forget();
   }
   give_back(blocks);
 }

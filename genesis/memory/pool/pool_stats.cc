@@ -12,10 +12,9 @@ void CacheFigures::Add(const ThreadStats& stats) {
   auto& e = excess.emplace_back();
   for (int g = 0; g < kNumGauges; ++g) {
     for (int p = 0; p < kNumStatPools; ++p) {
-      const ThreadStats::Unfolded& u = stats.unfolded[p];
-      const int64_t change = u.Change(static_cast<Gauge>(g));
+      const int64_t change = stats.Change(p, static_cast<Gauge>(g));
       current[g][p] += change;
-      e[g][p] = u.High(static_cast<Gauge>(g)) - change;
+      e[g][p] = stats.High(p, static_cast<Gauge>(g)) - change;
     }
   }
 }
@@ -41,20 +40,19 @@ void PoolStats::AddGauge(Gauge g, int pool, int64_t delta) {
 }
 
 void PoolStats::FoldCurrent(ThreadStats& stats) {
+  if (!stats.HasUnfolded()) return;
   for (int p = 0; p < kNumStatPools; ++p) {
-    ThreadStats::Unfolded& u = stats.unfolded[p];
-    if (u == ThreadStats::Unfolded{}) continue;
     for (int g = 0; g < kNumGauges; ++g) {
       const auto gauge = static_cast<Gauge>(g);
-      if (const int64_t high = u.High(gauge); high > 0) {
+      if (const int64_t high = stats.High(p, gauge); high > 0) {
         RaisePeakTo(gauge, p, GaugeNow(gauge, p) + high);
       }
-      if (const int64_t change = u.Change(gauge); change != 0) {
+      if (const int64_t change = stats.Change(p, gauge); change != 0) {
         folded_[g][p].fetch_add(change, std::memory_order_relaxed);
       }
     }
-    u = {};
   }
+  stats.ClearUnfolded();
 }
 
 void PoolStats::Fold(ThreadStats& stats) {
@@ -63,7 +61,7 @@ void PoolStats::Fold(ThreadStats& stats) {
   int64_t down[kNumGauges][kNumStatPools] = {};
   int64_t counters[kNumCounters] = {};
   stats.AddTotals(up, down, counters);
-  for (ThreadStats::Totals& t : stats.totals) t = {};
+  stats.ClearTotals();
   CounterShard& shard = shards_[ThisThreadShard()];
   for (int g = 0; g < kNumGauges; ++g) {
     for (int p = 0; p < kNumStatPools; ++p) {

@@ -35,17 +35,20 @@ TEST(PoolStatsTest, ThreadStatsAccountTakenAndPutBackBlocks) {
   t.Account</*kTaken=*/true>(kSmall, 4096, 4000, /*split=*/true);
   t.Account</*kTaken=*/false>(kSmall, 4096, 4000, /*split=*/true);
   t.Account</*kTaken=*/true>(kSmall, 4096, 3000, /*split=*/true);
-  const ThreadStats::Unfolded& u = t.unfolded[kAllPools];
-  EXPECT_EQ(u.Change(kAllocatedBytes), 4096);
-  EXPECT_EQ(u.Change(kCachedBytes), -4096);
-  EXPECT_EQ(u.Change(kRequestedBytes), 3000);
-  EXPECT_EQ(u.Change(kInactiveSplitBytes), -4096);
-  EXPECT_EQ(u.Change(kReservedBytes), 0);
-  EXPECT_EQ(u.High(kAllocatedBytes), 4096);
-  EXPECT_EQ(u.High(kRequestedBytes), 4000);
-  EXPECT_EQ(u.High(kCachedBytes), 0);
-  EXPECT_EQ(t.totals[kSmall].num_popped, 2);
-  EXPECT_EQ(t.totals[kSmall].num_pushed, 1);
+  for (int p : {kAllPools, kSmall}) {
+    EXPECT_EQ(t.Change(p, kAllocatedBytes), 4096);
+    EXPECT_EQ(t.Change(p, kCachedBytes), -4096);
+    EXPECT_EQ(t.Change(p, kRequestedBytes), 3000);
+    EXPECT_EQ(t.Change(p, kInactiveSplitBytes), -4096);
+    EXPECT_EQ(t.Change(p, kReservedBytes), 0);
+    EXPECT_EQ(t.High(p, kAllocatedBytes), 4096);
+    EXPECT_EQ(t.High(p, kRequestedBytes), 4000);
+    EXPECT_EQ(t.High(p, kCachedBytes), 0);
+    EXPECT_EQ(t.High(p, kInactiveSplitBytes), 0);
+  }
+  EXPECT_EQ(t.Change(kLarge, kAllocatedBytes), 0);
+  EXPECT_FALSE(ThreadStats().HasUnfolded());
+  EXPECT_TRUE(t.HasUnfolded());
 
   int64_t up[kNumGauges][kNumStatPools] = {};
   int64_t down[kNumGauges][kNumStatPools] = {};
@@ -56,9 +59,74 @@ TEST(PoolStatsTest, ThreadStatsAccountTakenAndPutBackBlocks) {
   EXPECT_EQ(up[kCachedBytes][kSmall], 4096);
   EXPECT_EQ(down[kCachedBytes][kSmall], 8192);
   EXPECT_EQ(up[kAllocatedBytes][kLarge], 0);
+  EXPECT_EQ(up[kRequestedBytes][kSmall], 7000);
+  EXPECT_EQ(down[kRequestedBytes][kSmall], 4000);
+  EXPECT_EQ(up[kInactiveSplitBytes][kSmall], 4096);
+  EXPECT_EQ(down[kInactiveSplitBytes][kSmall], 8192);
   EXPECT_EQ(counters[kNumAllocations], 2);
   EXPECT_EQ(counters[kNumCacheHits], 2);
   EXPECT_EQ(counters[kNumFrees], 1);
+}
+
+// Both pools' highs are those of the two pools' changes together, not the sum of
+// each pool's high.
+TEST(PoolStatsTest, ThreadStatsHighsOfBothPoolsFollowTheirSum) {
+  ThreadStats t;
+  t.Account<true>(kSmall, 1000, 1000, false);
+  t.Account<false>(kSmall, 1000, 1000, false);
+  t.Account<true>(kLarge, 5000, 4000, true);
+  t.Account<false>(kLarge, 5000, 4000, true);
+  EXPECT_EQ(t.High(kSmall, kAllocatedBytes), 1000);
+  EXPECT_EQ(t.High(kLarge, kAllocatedBytes), 5000);
+  EXPECT_EQ(t.High(kAllPools, kAllocatedBytes), 5000);
+  EXPECT_EQ(t.High(kAllPools, kRequestedBytes), 4000);
+  // Taken and put back: split bytes never rose above where they began.
+  EXPECT_EQ(t.High(kAllPools, kInactiveSplitBytes), 0);
+  t.Account<true>(kSmall, 1000, 1000, false);
+  t.Account<true>(kLarge, 5000, 5000, false);
+  EXPECT_EQ(t.High(kAllPools, kAllocatedBytes), 6000);
+  EXPECT_EQ(t.Change(kAllPools, kAllocatedBytes), 6000);
+  // Both back: cached bytes went 6000 below the start.
+  t.Account<false>(kSmall, 1000, 1000, false);
+  t.Account<false>(kLarge, 5000, 5000, false);
+  EXPECT_EQ(t.High(kAllPools, kCachedBytes), 0);
+  t.Account<false>(kLarge, 5000, 5000, true);  // A block the slow path handed out.
+  EXPECT_EQ(t.High(kAllPools, kCachedBytes), 5000);
+  EXPECT_EQ(t.High(kSmall, kCachedBytes), 0);
+  EXPECT_EQ(t.High(kLarge, kInactiveSplitBytes), 5000);
+  EXPECT_EQ(t.High(kAllPools, kInactiveSplitBytes), 5000);
+}
+
+// The freed totals follow from what was taken and the net change, across folds of the
+// changes and clears of the totals.
+TEST(PoolStatsTest, ThreadStatsTotalsSurviveFoldsOfTheirChanges) {
+  int64_t up[kNumGauges][kNumStatPools] = {};
+  int64_t down[kNumGauges][kNumStatPools] = {};
+  int64_t counters[kNumCounters] = {};
+  ThreadStats t;
+  t.Account<true>(kSmall, 512, 500, true);
+  t.Account<true>(kSmall, 512, 400, true);
+  t.ClearUnfolded();  // As a fold of the changes does.
+  EXPECT_FALSE(t.HasUnfolded());
+  t.Account<false>(kSmall, 512, 500, true);
+  t.AddTotals(up, down, counters);
+  EXPECT_EQ(up[kAllocatedBytes][kSmall], 1024);
+  EXPECT_EQ(down[kAllocatedBytes][kSmall], 512);
+  EXPECT_EQ(down[kRequestedBytes][kSmall], 500);
+  EXPECT_EQ(up[kInactiveSplitBytes][kSmall], 512);
+  // Cleared while a change is unfolded: later totals leave out what came before.
+  t.ClearTotals();
+  t.Account<false>(kSmall, 512, 400, true);
+  int64_t up2[kNumGauges][kNumStatPools] = {};
+  int64_t down2[kNumGauges][kNumStatPools] = {};
+  int64_t counters2[kNumCounters] = {};
+  t.AddTotals(up2, down2, counters2);
+  EXPECT_EQ(up2[kAllocatedBytes][kAllPools], 0);
+  EXPECT_EQ(down2[kAllocatedBytes][kAllPools], 512);
+  EXPECT_EQ(down2[kRequestedBytes][kSmall], 400);
+  EXPECT_EQ(up2[kInactiveSplitBytes][kSmall], 512);
+  EXPECT_EQ(counters2[kNumFrees], 1);
+  EXPECT_EQ(counters2[kNumAllocations], 0);
 }
 
 TEST(PoolStatsTest, FoldingRaisesPeaksByTheCacheHighThenAddsItsChange) {
@@ -76,7 +144,8 @@ TEST(PoolStatsTest, FoldingRaisesPeaksByTheCacheHighThenAddsItsChange) {
   MemoryStats m = stats.Collect(CacheFigures());
   EXPECT_EQ(m.all.allocated_bytes.peak, 18192);
   EXPECT_EQ(m.all.active_bytes.current, 4096);  // Only the fast path's change moved it.
-  EXPECT_EQ(t.unfolded[kAllPools].Change(kAllocatedBytes), 0);
+  EXPECT_EQ(t.Change(kAllPools, kAllocatedBytes), 0);
+  EXPECT_FALSE(t.HasUnfolded());
   // The totals stay in the cache until Fold.
   EXPECT_EQ(m.num_allocations, 0);
   stats.Fold(t);
@@ -86,7 +155,12 @@ TEST(PoolStatsTest, FoldingRaisesPeaksByTheCacheHighThenAddsItsChange) {
   EXPECT_EQ(m.num_frees, 1);
   EXPECT_EQ(m.all.allocated_bytes.allocated, 10000 + 8192);
   EXPECT_EQ(m.all.allocated_bytes.freed, 4096);
-  EXPECT_EQ(t.totals[kSmall].num_popped, 0);
+  int64_t up[kNumGauges][kNumStatPools] = {};
+  int64_t down[kNumGauges][kNumStatPools] = {};
+  int64_t counters[kNumCounters] = {};
+  t.AddTotals(up, down, counters);  // Cleared by the fold.
+  EXPECT_EQ(counters[kNumAllocations], 0);
+  EXPECT_EQ(down[kAllocatedBytes][kAllPools], 0);
 }
 
 TEST(PoolStatsTest, CollectAddsUnfoldedCachesAndTheirPeaks) {

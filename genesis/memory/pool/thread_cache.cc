@@ -20,6 +20,12 @@ ThreadCache::BinVector* ThreadCache::FindBin(size_t size, StreamId stream, bool 
   return bin;
 }
 
+void ThreadCache::Forget() {
+  bins.clear();
+  for (RecentBin& r : recent) r = {};
+  for (HandedOut& h : handed_out) h = {};
+}
+
 void ThreadCache::TakeBlocks(std::vector<Block*>* blocks) {
   for (auto& [key, bin] : bins) {
     for (const Cached& c : bin) blocks->push_back(c.block);

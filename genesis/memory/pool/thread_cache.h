@@ -104,6 +104,7 @@ struct ThreadCache {
     const void* ptr = nullptr;
     Block* block = nullptr;
     uint64_t seq = 0;
+    BinVector* bin = nullptr;  // The bin it came from, where it goes back.
   };
   static constexpr int kHandedOutSlots = 256;
   // The handed_out slot for address `p` (a multiplicative hash of its 512-byte unit).
@@ -135,7 +136,7 @@ struct ThreadCache {
     const uint64_t seq = c.seq + 1;
     b->alloc_seq.store(seq, std::memory_order_relaxed);
     b->state.store(State::kAllocated, std::memory_order_relaxed);
-    handed_out[SlotFor(c.ptr)] = {c.ptr, b, seq};
+    handed_out[SlotFor(c.ptr)] = {c.ptr, b, seq, bin};
     stats.Account</*kTaken=*/true>(c.pool, static_cast<int64_t>(size),
                                    static_cast<int64_t>(requested), c.split);
     return c.ptr;
@@ -145,20 +146,8 @@ struct ThreadCache {
   // alloc_seq `seq`) into its bin as kThreadCached and accounts for it; false (nothing
   // changed) if `limits` leave no room for it.
   bool PushLocked(Block* b, size_t requested, uint64_t seq, const ThreadCacheLimits& limits) {
-    const int pool = b->pool;
-    const size_t size = b->size;
-    if (pool != kSmall && !limits.large_blocks) return false;
-    if (bytes.load(std::memory_order_relaxed) + size > limits.max_bytes) return false;
-    BinVector& bin = *Bin(size, b->stream, /*create=*/true);
-    if (bin.size() >= limits.max_blocks_per_bin) return false;
-    bin.push_back({b, b->ptr, seq, pool, b->split});
-    AddBytes(static_cast<int64_t>(size));
-    b->state.store(State::kThreadCached, std::memory_order_relaxed);
-    b->requested.store(0, std::memory_order_relaxed);
-    // A cached block that does not span its segment keeps the segment split.
-    stats.Account</*kTaken=*/false>(pool, static_cast<int64_t>(size),
-                                    static_cast<int64_t>(requested), b->split);
-    return true;
+    if (b->pool != kSmall && !limits.large_blocks) return false;
+    return PushInto(*Bin(b->size, b->stream, /*create=*/true), b, requested, seq, limits);
   }
 
   // Owner only. PushLocked under `mu`, with the block's current alloc_seq.
@@ -177,6 +166,7 @@ struct ThreadCache {
     if (slot.ptr != ptr) return false;
     Block* b = slot.block;
     const uint64_t seq = slot.seq;
+    BinVector* const slot_bin = slot.bin;
     slot = {};
     // Still the allocation this thread handed out? Otherwise (freed elsewhere, handed out
     // again, merged away) the ordinary path decides.
@@ -187,12 +177,36 @@ struct ThreadCache {
     }
     const size_t requested = b->requested.load(std::memory_order_relaxed);
     if (freed != nullptr) *freed = {b->size, requested, b->stream};
-    return PushLocked(b, requested, seq, limits);
+    // It came from this cache, so its pool's blocks may be cached.
+    return PushInto(*slot_bin, b, requested, seq, limits);
   }
+
+  // Holding `mu`. Forgets the bins, the recent bins and the handed-out blocks (a cache
+  // whose thread exits).
+  void Forget();
 
   // Holding `mu` (as owner or not). Moves every cached block to `blocks` and empties the
   // bins (their records and `recent` stay); the statistics are left to the caller.
   void TakeBlocks(std::vector<Block*>* blocks);
+
+ private:
+  // PushLocked into `bin`, the bin of the block's size and stream.
+  bool PushInto(BinVector& bin, Block* b, size_t requested, uint64_t seq,
+                const ThreadCacheLimits& limits) {
+    const size_t size = b->size;
+    if (bytes.load(std::memory_order_relaxed) + size > limits.max_bytes) return false;
+    if (bin.size() >= limits.max_blocks_per_bin) return false;
+    const int pool = b->pool;
+    const bool split = b->split;
+    bin.push_back({b, b->ptr, seq, pool, split});
+    AddBytes(static_cast<int64_t>(size));
+    b->state.store(State::kThreadCached, std::memory_order_relaxed);
+    b->requested.store(0, std::memory_order_relaxed);
+    // A cached block that does not span its segment keeps the segment split.
+    stats.Account</*kTaken=*/false>(pool, static_cast<int64_t>(size),
+                                    static_cast<int64_t>(requested), split);
+    return true;
+  }
 };
 
 }  // namespace genesis::memory::pool_internal

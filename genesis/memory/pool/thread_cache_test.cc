@@ -45,9 +45,9 @@ TEST(ThreadCacheTest, APushedBlockIsHandedOutAgainForItsSizeAndStream) {
   EXPECT_EQ(b.block.state.load(), State::kThreadCached);
   EXPECT_EQ(b.block.requested.load(), 0u);
   EXPECT_EQ(cache.bytes.load(), 4096u);
-  EXPECT_EQ(cache.stats.totals[kSmall].pushed, 4096);
-  EXPECT_EQ(cache.stats.totals[kSmall].requested_pushed, 1000);
-  EXPECT_EQ(cache.stats.totals[kSmall].split_pushed, 4096);
+  EXPECT_EQ(cache.stats.Change(kSmall, kCachedBytes), 4096);
+  EXPECT_EQ(cache.stats.Change(kSmall, kRequestedBytes), -1000);
+  EXPECT_EQ(cache.stats.Change(kSmall, kInactiveSplitBytes), 4096);
 
   EXPECT_EQ(cache.Pop(8192, kStream, 1), nullptr);
   EXPECT_EQ(cache.Pop(4096, kStream + 1, 1), nullptr);
@@ -56,8 +56,8 @@ TEST(ThreadCacheTest, APushedBlockIsHandedOutAgainForItsSizeAndStream) {
   EXPECT_EQ(b.block.alloc_seq.load(), 6u);
   EXPECT_EQ(b.block.requested.load(), 2000u);
   EXPECT_EQ(cache.bytes.load(), 0u);
-  EXPECT_EQ(cache.stats.totals[kSmall].num_popped, 1);
-  EXPECT_EQ(cache.stats.unfolded[kAllPools].Change(kRequestedBytes), 1000);
+  EXPECT_EQ(cache.stats.Change(kSmall, kAllocatedBytes), 0);
+  EXPECT_EQ(cache.stats.Change(kAllPools, kRequestedBytes), 1000);
   EXPECT_EQ(cache.Pop(4096, kStream, 1), nullptr);
 }
 

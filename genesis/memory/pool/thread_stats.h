@@ -2,129 +2,113 @@
 // and put into its cache since its figures were last folded into the pool's atomics
 // (PoolStats), so that a cached allocate or free writes no shared cache line. Guarded
 // by the cache's lock, like its blocks.
+//
+// A cached allocate or free is a few additions here, so the figures are kept lean: the
+// unfolded changes per pool (both pools' change is their sum), the highs those changes
+// reached (per pool and for both, raised only when passed), and of the running totals
+// only what taking blocks added and how many were put back. What putting blocks back
+// took away follows: it is what taking them added less the net change since the totals
+// were last cleared.
 #ifndef GENESIS_MEMORY_POOL_THREAD_STATS_H_
 #define GENESIS_MEMORY_POOL_THREAD_STATS_H_
 
-#include <algorithm>
 #include <cstdint>
 
 #include "genesis/memory/pool/stat_index.h"
 
 namespace genesis::memory::pool_internal {
 
-struct ThreadStats {
-  // The running totals per pool (kSmall, kLarge). Taking a block from the cache raises
-  // allocated, active and requested bytes and lowers cached (and inactive-split) bytes;
-  // putting one back does the reverse.
-  struct Totals {
-    int64_t popped = 0;  // Bytes of blocks taken from the cache.
-    int64_t pushed = 0;  // Bytes of blocks put into it.
-    int64_t requested_popped = 0;
-    int64_t requested_pushed = 0;
-    int64_t split_popped = 0;  // Of those, bytes of blocks that do not span a segment.
-    int64_t split_pushed = 0;
-    int64_t num_popped = 0;
-    int64_t num_pushed = 0;
-  };
-  // Per stats pool (kAllPools included): the change of the current values that the
-  // pool's atomics lack, and the highest each gauge's change reached since the pool's
-  // peaks last saw this cache (PoolStats::FoldCurrent): the peak the pool would have
-  // recorded had the fast path written its atomics. Active bytes move with allocated
-  // bytes, cached bytes against them.
-  struct Unfolded {
-    int64_t allocated = 0;
-    int64_t requested = 0;
-    int64_t split = 0;  // Inactive-split bytes.
-    int64_t allocated_high = 0;
-    int64_t cached_high = 0;
-    int64_t requested_high = 0;
-    int64_t split_high = 0;
-    // Compared with Unfolded{}: nothing to fold (the cache was not used since).
-    bool operator==(const Unfolded&) const = default;
-
-    // The unfolded change of gauge `g` (0 for gauges the fast path does not move).
-    int64_t Change(Gauge g) const {
-      switch (g) {
-        case kAllocatedBytes:
-        case kActiveBytes:
-          return allocated;
-        case kCachedBytes:
-          return -allocated;
-        case kRequestedBytes:
-          return requested;
-        case kInactiveSplitBytes:
-          return split;
-        default:
-          return 0;
-      }
-    }
-    // The highest unfolded change of gauge `g` since the last fold (never negative).
-    int64_t High(Gauge g) const {
-      switch (g) {
-        case kAllocatedBytes:
-        case kActiveBytes:
-          return allocated_high;
-        case kCachedBytes:
-          return cached_high;
-        case kRequestedBytes:
-          return requested_high;
-        case kInactiveSplitBytes:
-          return split_high;
-        default:
-          return 0;
-      }
-    }
-  };
-
-  Totals totals[kNumStatPools];  // Index kSmall or kLarge.
-  Unfolded unfolded[kNumStatPools];
-
+class ThreadStats {
+ public:
   // Accounts for a block of `size` bytes (`requested` asked for; `split`: it does not
   // span its segment) of `pool` (kSmall or kLarge) taken from the cache (kTaken) or put
-  // into it (!kTaken), in the totals and the unfolded changes and highs.
+  // into it (!kTaken). Taking a block raises allocated, active and requested bytes and
+  // lowers cached (and inactive-split) bytes; putting one back does the reverse.
   template <bool kTaken>
   void Account(int pool, int64_t size, int64_t requested, bool split) {
     const int64_t split_size = split ? size : 0;
-    Totals& t = totals[pool];
+    Changes& u = unfolded_[pool];
+    const Changes& other = unfolded_[kSmall + kLarge - pool];
+    Highs& h = highs_[pool];
+    Highs& all = highs_[kAllPools];
     if constexpr (kTaken) {
+      Totals& t = totals_[pool];
       t.popped += size;
       t.requested_popped += requested;
       t.split_popped += split_size;
       ++t.num_popped;
+      u.allocated += size;
+      u.requested += requested;
+      u.split -= split_size;
+      Raise(h.allocated, u.allocated);
+      Raise(h.requested, u.requested);
+      Raise(all.allocated, u.allocated + other.allocated);
+      Raise(all.requested, u.requested + other.requested);
     } else {
-      t.pushed += size;
-      t.requested_pushed += requested;
-      t.split_pushed += split_size;
-      ++t.num_pushed;
+      ++totals_[pool].num_pushed;
+      u.allocated -= size;
+      u.requested -= requested;
+      u.split += split_size;
+      Raise(h.cached, -u.allocated);
+      Raise(h.split, u.split);
+      Raise(all.cached, -(u.allocated + other.allocated));
+      Raise(all.split, u.split + other.split);
     }
-    AccountUnfolded<kTaken>(unfolded[pool], size, requested, split_size);
-    AccountUnfolded<kTaken>(unfolded[kAllPools], size, requested, split_size);
   }
+
+  // The unfolded change of gauge `g` of stats pool `p` (0 for gauges the fast path does
+  // not move).
+  int64_t Change(int p, Gauge g) const;
+  // The highest unfolded change of gauge `g` of stats pool `p` since the last fold
+  // (never negative).
+  int64_t High(int p, Gauge g) const;
+  // True if the cache was used since its changes were last folded.
+  bool HasUnfolded() const;
+  // Clears the unfolded changes and their highs, once the pool has taken them in.
+  void ClearUnfolded();
 
   // Adds the running totals (allocated and freed of each gauge, per stats pool) and the
   // counters these totals stand for (allocations, cache hits, frees) to the arrays.
   void AddTotals(int64_t up[kNumGauges][kNumStatPools],
                  int64_t down[kNumGauges][kNumStatPools],
                  int64_t counters[kNumCounters]) const;
+  // Zeroes the running totals, once the pool has taken them in (AddTotals).
+  void ClearTotals();
 
  private:
-  template <bool kTaken>
-  static void AccountUnfolded(Unfolded& u, int64_t size, int64_t requested,
-                              int64_t split_size) {
-    if constexpr (kTaken) {
-      u.allocated += size;
-      u.requested += requested;
-      u.split -= split_size;
-      u.allocated_high = std::max(u.allocated_high, u.allocated);
-      u.requested_high = std::max(u.requested_high, u.requested);
-    } else {
-      u.allocated -= size;
-      u.requested -= requested;
-      u.split += split_size;
-      u.cached_high = std::max(u.cached_high, -u.allocated);
-      u.split_high = std::max(u.split_high, u.split);
-    }
+  struct Changes {
+    int64_t allocated = 0;  // Active bytes move with it, cached bytes against it.
+    int64_t requested = 0;
+    int64_t split = 0;  // Inactive-split bytes.
+  };
+  struct Highs {
+    int64_t allocated = 0;
+    int64_t cached = 0;
+    int64_t requested = 0;
+    int64_t split = 0;
+  };
+  // Since the totals were last cleared.
+  struct Totals {
+    int64_t popped = 0;  // Bytes of blocks taken from the cache.
+    int64_t requested_popped = 0;
+    int64_t split_popped = 0;  // Of those, bytes of blocks that do not span a segment.
+    int64_t num_popped = 0;
+    int64_t num_pushed = 0;
+  };
+
+  static void Raise(int64_t& high, int64_t value) {
+    // Passed rarely once a loop settles: a branch costs less than a store every call.
+    if (value > high) [[unlikely]] high = value;
   }
+
+  // Indexed by kSmall and kLarge; the kAllPools entries of unfolded_, folded_ and
+  // totals_ stay zero (both pools' figures are the sums of the two).
+  Changes unfolded_[kNumStatPools];
+  Highs highs_[kNumStatPools];  // kAllPools included.
+  Totals totals_[kNumStatPools];
+  // The changes folded into the pool since the totals were last cleared: with the
+  // unfolded ones, the net change the totals made.
+  Changes folded_[kNumStatPools];
 };
 
 }  // namespace genesis::memory::pool_internal

@@ -28,9 +28,11 @@ if [[ -n ${tools[0]} ]] && ! command -v compute-sanitizer >/dev/null; then
   exit 2
 fi
 # NCCL's own kernels read protocol flags in buffers that NCCL never initialises (its LL
-# protocol polls them) and synchronise through shared memory in ways racecheck reports as
-# hazards: initcheck and racecheck leave them out where they can (memcheck still checks
-# their accesses to our buffers).
+# protocol polls them), synchronise through shared memory in ways racecheck reports as
+# hazards, and split warps into roles that meet at named barriers from different branches,
+# which synccheck reports as divergent (and then aborts the kernel): initcheck, racecheck
+# and synccheck leave them out where they can (memcheck still checks their accesses to
+# our buffers).
 nccl_exclude=()
 if [[ -n ${tools[0]} ]] && compute-sanitizer --help 2>&1 | grep -q -- --kernel-name-exclude; then
   nccl_exclude=(--kernel-name-exclude kns=ncclDev)
@@ -50,7 +52,7 @@ for t in "$here"/tests/*; do
       label="$name [$tool]"
       extra=()
       [[ $tool == memcheck ]] && extra=(--leak-check full)
-      [[ $tool == initcheck || $tool == racecheck ]] && extra=("${nccl_exclude[@]}")
+      [[ $tool != memcheck ]] && extra=("${nccl_exclude[@]}")
       # CUDA errors that tests provoke on purpose are not findings. Instrumented code
       # runs slower: tests that wait for NCCL stretch their timeouts.
       cmd=(env GENESIS_TEST_TIMEOUT_SCALE=4

@@ -87,11 +87,12 @@ class CachingAllocator::Impl {
   }
   absl::Status Free(void* ptr) {
     if (ptr == nullptr) return absl::OkStatus();
-    FastFreed freed;
     if (!fast_path_) return FreeSlow(ptr);
     ThreadCache* cache = MyCache();
-    if (cache->FreeOwn(ptr, cache_limits_, &freed)) {
-      if (observers_.observed()) [[unlikely]] {
+    FastFreed freed;
+    FastFreed* const report = observers_.observed() ? &freed : nullptr;
+    if (cache->FreeOwn(ptr, cache_limits_, report)) {
+      if (report != nullptr) [[unlikely]] {
         observers_.ReportFast(*cache, AllocatorEventType::kFree, freed.size, freed.requested,
                               ptr, freed.stream);
       }

@@ -126,20 +126,23 @@ struct ThreadCache {
     OwnerLock::AsOwner lock(mu);
     BinVector* bin = Bin(size, stream, /*create=*/false);
     if (bin == nullptr || bin->empty()) return nullptr;
-    const Cached c = bin->back();
+    const Cached& c = bin->back();
+    Block* const b = c.block;
+    char* const ptr = c.ptr;
+    // Only the thread that holds a block's bin hands it out, so a plain increment will do.
+    const uint64_t seq = c.seq + 1;
+    const int pool = c.pool;
+    const bool split = c.split;
     bin->pop_back();
     // The bin's key is the block's size.
     AddBytes(-static_cast<int64_t>(size));
-    Block* b = c.block;
     b->requested.store(requested, std::memory_order_relaxed);
-    // Only the thread that holds a block's bin hands it out, so a plain increment will do.
-    const uint64_t seq = c.seq + 1;
     b->alloc_seq.store(seq, std::memory_order_relaxed);
     b->state.store(State::kAllocated, std::memory_order_relaxed);
-    handed_out[SlotFor(c.ptr)] = {c.ptr, b, seq, bin};
-    stats.Account</*kTaken=*/true>(c.pool, static_cast<int64_t>(size),
-                                   static_cast<int64_t>(requested), c.split);
-    return c.ptr;
+    handed_out[SlotFor(ptr)] = {ptr, b, seq, bin};
+    stats.Account</*kTaken=*/true>(pool, static_cast<int64_t>(size),
+                                   static_cast<int64_t>(requested), split);
+    return ptr;
   }
 
   // Owner only, holding `mu`. Puts the allocated block `b` (`requested` bytes asked for,
@@ -167,7 +170,7 @@ struct ThreadCache {
     Block* b = slot.block;
     const uint64_t seq = slot.seq;
     BinVector* const slot_bin = slot.bin;
-    slot = {};
+    slot.ptr = nullptr;  // Used up: the other fields count only with a matching ptr.
     // Still the allocation this thread handed out? Otherwise (freed elsewhere, handed out
     // again, merged away) the ordinary path decides.
     if (b->alloc_seq.load(std::memory_order_relaxed) != seq ||

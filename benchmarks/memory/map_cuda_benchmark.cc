@@ -7,10 +7,9 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
-#include <string>
 
 #include "benchmark/benchmark.h"
-#include "genesis/cuda/device_query.h"
+#include "benchmarks/memory/cuda_virtual_memory_or_skip.h"
 #include "genesis/memory/cuda_virtual_memory.h"
 #include "genesis/memory/piece_layout.h"
 
@@ -18,36 +17,29 @@ namespace genesis::memory {
 namespace {
 
 void BM_Map512MiB(benchmark::State& state) {
-  if (cuda::DeviceCount() == 0) {
-    state.SkipWithError("no CUDA device");
-    return;
-  }
-  auto vm = CudaVirtualMemory::Create(0);
-  if (!vm.ok()) {
-    state.SkipWithError(std::string(vm.status().message()).c_str());
-    return;
-  }
+  std::unique_ptr<CudaVirtualMemory> vm = CudaVirtualMemoryOrSkip(state);
+  if (vm == nullptr) return;
   const size_t bytes = size_t{512} << 20;
   const size_t piece = static_cast<size_t>(state.range(0)) << 20;
   const PieceCut cut{/*max_piece=*/piece, /*min_piece=*/0, PieceLayout::kAligned};
-  void* p = (*vm)->Reserve(bytes).value();
+  void* p = vm->Reserve(bytes).value();
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    if (!(*vm)->MapPieces(p, bytes, cut).ok()) {
+    if (!vm->MapPieces(p, bytes, cut).ok()) {
       state.SkipWithError("MapPieces failed");
       break;
     }
     state.SetIterationTime(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    (void)(*vm)->Unmap(p, bytes);
-    (void)(*vm)->FinishUnmaps();
+    (void)vm->Unmap(p, bytes);
+    (void)vm->FinishUnmaps();
   }
   const double pieces = static_cast<double>(bytes / piece);
   state.counters["pieces"] = pieces;
   state.counters["us_per_piece"] = benchmark::Counter(
       pieces * 1e-6, benchmark::Counter::kIsIterationInvariantRate |
                          benchmark::Counter::kInvert);
-  (*vm)->Unreserve(p, bytes);
+  vm->Unreserve(p, bytes);
 }
 
 BENCHMARK(BM_Map512MiB)->Arg(2)->Arg(8)->Arg(32)->Arg(128)->Arg(512)->UseManualTime()

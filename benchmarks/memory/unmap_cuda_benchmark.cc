@@ -11,11 +11,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <thread>
 
 #include "benchmark/benchmark.h"
-#include "genesis/cuda/device_query.h"
+#include "benchmarks/memory/cuda_virtual_memory_or_skip.h"
 #include "genesis/memory/cuda_virtual_memory.h"
 
 namespace genesis::memory {
@@ -26,22 +25,15 @@ void CUDART_CB Sleep(void* us) {
 }
 
 void Unmap(benchmark::State& state, bool waits) {
-  if (cuda::DeviceCount() == 0) {
-    state.SkipWithError("no CUDA device");
-    return;
-  }
-  auto vm = CudaVirtualMemory::Create(0);
-  if (!vm.ok()) {
-    state.SkipWithError(std::string(vm.status().message()).c_str());
-    return;
-  }
+  std::unique_ptr<CudaVirtualMemory> vm = CudaVirtualMemoryOrSkip(state);
+  if (vm == nullptr) return;
   const size_t bytes = size_t{8} << 20;  // Four pieces of one chunk each.
-  void* p = (*vm)->Reserve(bytes).value();
+  void* p = vm->Reserve(bytes).value();
   cudaStream_t stream = nullptr;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   const intptr_t queued_us = state.range(0);
   for (auto _ : state) {
-    if (!(*vm)->Map(p, bytes).ok()) {
+    if (!vm->Map(p, bytes).ok()) {
       state.SkipWithError("Map failed");
       break;
     }
@@ -49,15 +41,15 @@ void Unmap(benchmark::State& state, bool waits) {
       cudaLaunchHostFunc(stream, &Sleep, reinterpret_cast<void*>(queued_us));
     }
     const auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize((*vm)->Unmap(p, bytes));
-    if (waits) benchmark::DoNotOptimize((*vm)->FinishUnmaps());
+    benchmark::DoNotOptimize(vm->Unmap(p, bytes));
+    if (waits) benchmark::DoNotOptimize(vm->FinishUnmaps());
     state.SetIterationTime(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     cudaStreamSynchronize(stream);
-    (void)(*vm)->FinishUnmaps();
+    (void)vm->FinishUnmaps();
   }
   cudaStreamDestroy(stream);
-  (*vm)->Unreserve(p, bytes);
+  vm->Unreserve(p, bytes);
 }
 
 void BM_Unmap(benchmark::State& state) { Unmap(state, /*waits=*/false); }

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "genesis/core/status.h"
@@ -68,28 +69,65 @@ absl::StatusOr<std::unique_ptr<CudaVirtualMemory>> CudaVirtualMemory::Create(int
   GENESIS_RETURN_IF_ERROR(DriverStatus(
       d->get_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
       "cuMemGetAllocationGranularity", device));
-  std::vector<int> accessors = {device};
-  const int count = cuda::DeviceCount();
-  for (int peer = 0; peer < count; ++peer) {
-    int can = 0;
-    if (peer != device && cudaDeviceCanAccessPeer(&can, peer, device) == cudaSuccess &&
-        can != 0) {
-      accessors.push_back(peer);
+  auto vm = std::unique_ptr<CudaVirtualMemory>(
+      new CudaVirtualMemory(device, granularity, exportable));
+  // Peers enabled before this object existed get access from its first map on.
+  const std::vector<std::pair<int, int>> enabled = cuda::AddPeerAccessListener(vm.get());
+  {
+    std::lock_guard<std::mutex> lock(vm->mu_);
+    for (const auto& [from, to] : enabled) {
+      if (to == device && from != device && !absl::c_linear_search(vm->accessors_, from)) {
+        vm->accessors_.push_back(from);
+      }
     }
   }
-  return std::unique_ptr<CudaVirtualMemory>(
-      new CudaVirtualMemory(device, granularity, exportable, std::move(accessors)));
+  return vm;
 }
 
-CudaVirtualMemory::CudaVirtualMemory(int device, size_t granularity, bool exportable,
-                                     std::vector<int> accessors)
+CudaVirtualMemory::CudaVirtualMemory(int device, size_t granularity, bool exportable)
     : device_(device),
       granularity_(granularity),
       exportable_(exportable),
-      accessors_(std::move(accessors)),
+      accessors_{device},
       deferred_([this](const std::vector<Piece>& pieces) { return SyncAndRelease(pieces); }) {}
 
+std::vector<int> CudaVirtualMemory::accessors() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return accessors_;
+}
+
+absl::Status CudaVirtualMemory::GrantPeerAccess(int from, int to) {
+  if (to != device_ || from == device_) return absl::OkStatus();
+  GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::Create(device_));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::c_linear_search(accessors_, from)) return absl::OkStatus();
+  CUmemAccessDesc access = {};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = from;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  // One call per run of adjacent pieces of one reservation.
+  uintptr_t run = 0;
+  uintptr_t run_end = 0;
+  auto open = [&]() -> absl::Status {
+    if (run_end == run) return absl::OkStatus();
+    return DriverStatus(Api().set_access(static_cast<CUdeviceptr>(run), run_end - run,
+                                         &access, 1),
+                        absl::StrCat("cuMemSetAccess for cuda:", from), device_);
+  };
+  for (const auto& [start, piece] : pieces_.pieces()) {
+    if (start != run_end || reservations_.contains(start)) {
+      GENESIS_RETURN_IF_ERROR(open());
+      run = start;
+    }
+    run_end = start + piece.size;
+  }
+  GENESIS_RETURN_IF_ERROR(open());
+  accessors_.push_back(from);
+  return absl::OkStatus();
+}
+
 CudaVirtualMemory::~CudaVirtualMemory() {
+  cuda::RemovePeerAccessListener(this);
   deferred_.WaitAll();
   std::vector<Piece> all;
   {

@@ -5,10 +5,13 @@
 // Memory is mapped in pieces (mapping_pieces.h): each piece, one or more chunks (the
 // device's allocation granularity, 2 MiB on current GPUs), is one physical allocation
 // (cuMemCreate), unmapped and returned whole. Mapped memory is readable and writable by
-// the device and by every GPU that can access it as a peer (cudaDeviceCanAccessPeer), so
-// peer copies and kernels on other GPUs work on it without further calls. The pieces are
-// created exportable as POSIX file descriptors where the device supports it (for sharing
-// between processes, and for NCCL's buffer registration).
+// the device, and by each peer GPU once peer access from that GPU to this device has been
+// enabled through cuda::EnablePeerAccess (peer_access.h; the batch copier does it before
+// its first peer copy): what is mapped then is opened to the peer, and so is what is
+// mapped later. Opening memory to every capable peer at every map instead made maps 2-20
+// times as slow on a two-GPU machine, and most processes never copy between GPUs. The
+// pieces are created exportable as POSIX file descriptors where the device supports it
+// (for sharing between processes, and for NCCL's buffer registration).
 //
 // Layers above follow the pieces through listeners (PieceListener: told after a piece is
 // mapped and before it is unmapped) and PieceContaining; the NCCL backend registers
@@ -32,13 +35,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "genesis/cuda/peer_access.h"
 #include "genesis/memory/deferred_unmaps.h"
 #include "genesis/memory/mapping_pieces.h"
 #include "genesis/memory/virtual_memory.h"
 
 namespace genesis::memory {
 
-class CudaVirtualMemory : public VirtualMemory {
+class CudaVirtualMemory : public VirtualMemory, private cuda::PeerAccessListener {
  public:
   // Virtual memory on CUDA device `device`. FailedPrecondition when the driver lacks
   // the functions or the device does not support virtual memory management; the CUDA
@@ -81,14 +85,17 @@ class CudaVirtualMemory : public VirtualMemory {
   std::optional<Piece> PieceContaining(const void* p) const;
 
   int device() const { return device_; }
-  // The devices that get access to mapped memory: this one and its capable peers.
-  const std::vector<int>& accessors() const { return accessors_; }
+  // The devices that get access to mapped memory: this one, then each peer whose access
+  // to this device has been enabled. Thread-safe.
+  std::vector<int> accessors() const;
   // True if chunks are exportable as POSIX file descriptors.
   bool exportable() const { return exportable_; }
 
  private:
-  CudaVirtualMemory(int device, size_t granularity, bool exportable,
-                    std::vector<int> accessors);
+  CudaVirtualMemory(int device, size_t granularity, bool exportable);
+  // Opens what is mapped to `from` and adds it to the accessors, if `to` is this device
+  // (cuda::PeerAccessListener). Takes mu_.
+  absl::Status GrantPeerAccess(int from, int to) override;
   // MapPieces' work, under mu_: the pieces it mapped go to `mapped` (none on an error).
   absl::Status MapAndGiveAccess(uintptr_t start, size_t bytes, const PieceCut& cut,
                                 std::vector<Piece>& mapped);
@@ -103,8 +110,8 @@ class CudaVirtualMemory : public VirtualMemory {
   const int device_;
   const size_t granularity_;
   const bool exportable_;
-  const std::vector<int> accessors_;
   mutable std::mutex mu_;
+  std::vector<int> accessors_;  // Under mu_.
   PieceMap pieces_;  // Handles are CUmemGenericAllocationHandle.
   absl::flat_hash_map<uintptr_t, size_t> reservations_;    // Base -> bytes.
   // Called without mu_ held, so that a listener may take its own locks in any order

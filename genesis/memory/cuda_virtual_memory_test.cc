@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "genesis/cuda/device_query.h"
+#include "genesis/cuda/peer_access.h"
 #include "genesis/cuda/test_util.h"
 #include "genesis/memory/allocator_suite.h"
 #include "genesis/memory/caching_allocator.h"
@@ -207,33 +208,57 @@ TEST(CudaVirtualMemoryTest, ExpandablePoolMovesMemoryOnTheDevice) {
   EXPECT_EQ(p.Stats().all.reserved_bytes.current, 0);
 }
 
-TEST(CudaVirtualMemoryTest, PeersReadAndWriteMappedMemory) {
+// Copies issued on cuda:1 write `bytes` of cuda:0's memory at `p` and read them back.
+void ExpectPeerCopiesWork(void* p, size_t bytes, unsigned char value) {
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  void* remote = nullptr;
+  ASSERT_EQ(cudaMalloc(&remote, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(remote, value, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyPeer(p, 0, remote, 1, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(remote, 0, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(remote, p, bytes, cudaMemcpyDefault), cudaSuccess);
+  std::vector<unsigned char> back(bytes);
+  ASSERT_EQ(cudaMemcpy(back.data(), remote, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back[0], value);
+  EXPECT_EQ(back[bytes - 1], value);
+  ASSERT_EQ(cudaFree(remote), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
+// Mapped memory is opened to a peer once peer access from it is enabled: what was mapped
+// before, and what is mapped after.
+TEST(CudaVirtualMemoryTest, PeersReachMappedMemoryOnceTheirAccessIsEnabled) {
   GENESIS_SKIP_IF_FEWER_DEVICES(2);
   int can = 0;
   ASSERT_EQ(cudaDeviceCanAccessPeer(&can, 1, 0), cudaSuccess);
   if (can == 0) GTEST_SKIP() << "cuda:1 cannot access cuda:0 as a peer";
   auto vm = MakeVm(0);
   ASSERT_NE(vm, nullptr);
-  EXPECT_EQ(vm->accessors().size(), static_cast<size_t>(cuda::DeviceCount()));
+  // No test before this one in the binary enables peer access.
+  EXPECT_EQ(vm->accessors(), std::vector<int>{0});
   const size_t chunk = vm->granularity();
-  auto base = vm->Reserve(4 * chunk);
+  auto base = vm->Reserve(8 * chunk);
   ASSERT_TRUE(base.ok());
-  ASSERT_TRUE(vm->Map(*base, 2 * chunk).ok());
-  // A copy issued on cuda:1 writes cuda:0's mapped memory, and reads it back.
-  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-  void* remote = nullptr;
-  ASSERT_EQ(cudaMalloc(&remote, 2 * chunk), cudaSuccess);
-  ASSERT_EQ(cudaMemset(remote, 0x5d, 2 * chunk), cudaSuccess);
-  ASSERT_EQ(cudaMemcpyPeer(*base, 0, remote, 1, 2 * chunk), cudaSuccess);
-  ASSERT_EQ(cudaMemset(remote, 0, 2 * chunk), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(remote, *base, 2 * chunk, cudaMemcpyDefault), cudaSuccess);
-  std::vector<unsigned char> back(2 * chunk);
-  ASSERT_EQ(cudaMemcpy(back.data(), remote, 2 * chunk, cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_EQ(back[0], 0x5d);
-  EXPECT_EQ(back[2 * chunk - 1], 0x5d);
-  ASSERT_EQ(cudaFree(remote), cudaSuccess);
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-  ASSERT_TRUE(vm->Unmap(*base, 2 * chunk).ok());
+  char* const p = static_cast<char*>(*base);
+  ASSERT_TRUE(vm->Map(p, 2 * chunk).ok());
+  ASSERT_TRUE(vm->Map(p + 2 * chunk, chunk).ok());  // Adjacent: one run to open.
+  ASSERT_TRUE(vm->Map(p + 5 * chunk, chunk).ok());  // Apart: a second run.
+  ASSERT_TRUE(cuda::EnablePeerAccess(1, 0).ok());
+  EXPECT_EQ(vm->accessors(), (std::vector<int>{0, 1}));
+  ASSERT_TRUE(vm->Map(p + 6 * chunk, 2 * chunk).ok());
+  ExpectPeerCopiesWork(p, 3 * chunk, 0x5d);
+  ExpectPeerCopiesWork(p + 5 * chunk, 3 * chunk, 0x6e);
+  // A virtual memory created afterwards opens its maps to the peer from the start.
+  auto later = MakeVm(0);
+  ASSERT_NE(later, nullptr);
+  EXPECT_EQ(later->accessors(), (std::vector<int>{0, 1}));
+  auto later_base = later->Reserve(chunk);
+  ASSERT_TRUE(later_base.ok());
+  ASSERT_TRUE(later->Map(*later_base, chunk).ok());
+  ExpectPeerCopiesWork(*later_base, chunk, 0x7f);
+  ASSERT_TRUE(later->Unmap(*later_base, chunk).ok());
+  ASSERT_TRUE(vm->Unmap(p, 3 * chunk).ok());
+  ASSERT_TRUE(vm->Unmap(p + 5 * chunk, 3 * chunk).ok());
 }
 
 // Records what it hears, and checks that an unmapping piece is still mapped and usable.

@@ -49,8 +49,9 @@ class VirtualMemory {
 
   // Backs [ptr, ptr + bytes), chunk-aligned, inside a reservation and not mapped, with
   // new physical memory, readable and writable by the owning device (and, on CUDA, by
-  // peers that can reach it), in pieces cut as `cut` says (piece_layout.h,
-  // mapping_pieces.h; cut.max_piece a power of two, at least granularity()).
+  // peers whose access was enabled: cuda_virtual_memory.h), in pieces cut as `cut` says
+  // (piece_layout.h, mapping_pieces.h; cut.max_piece a power of two, at least
+  // granularity()).
   // Implementations may back it in smaller pieces; the chunk is the smallest. On any
   // error nothing stays mapped: ResourceExhausted when the memory is not there,
   // InvalidArgument for a bad range or piece size, another status for anything else.

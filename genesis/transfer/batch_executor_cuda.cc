@@ -27,6 +27,7 @@
 #include "genesis/cuda/device_guard.h"
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/internal/check.h"
+#include "genesis/cuda/peer_access.h"
 #include "genesis/cuda/sanitizer_marks.h"
 #include "genesis/transfer/adjacent_runs.h"
 #include "genesis/transfer/cuda_staging_engine.h"
@@ -126,7 +127,6 @@ class CudaExecutor : public BatchExecutor {
   std::map<std::tuple<int, int, int>, cudaStream_t> lanes_;
   std::map<int, std::vector<cudaEvent_t>> free_events_;
   std::vector<std::pair<int, cudaEvent_t>> all_events_;
-  std::map<std::pair<int, int>, absl::Status> peer_enabled_;
   std::map<std::pair<int, int>, std::unique_ptr<StagedPair>> staged_pairs_;
 };
 
@@ -219,24 +219,9 @@ absl::Status CudaExecutor::EnablePeerAccess(int from, int to) {
     return absl::FailedPreconditionError(
         absl::StrCat("cuda:", from, " has no peer access to cuda:", to));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = peer_enabled_.find({from, to});
-  if (it != peer_enabled_.end()) return it->second;
-  const absl::Status status = [&]() -> absl::Status {
-    GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(from));
-    const cudaError_t err = cudaDeviceEnablePeerAccess(to, 0);
-    if (err == cudaErrorPeerAccessAlreadyEnabled) {
-      cuda::IgnoreCudaError(err);  // Enabled by someone else: fine.
-      return absl::OkStatus();
-    }
-    if (err != cudaSuccess) {
-      return cuda::CudaStatus(err, absl::StrCat("cudaDeviceEnablePeerAccess(", to, ")"),
-                              from);
-    }
-    return absl::OkStatus();
-  }();
-  peer_enabled_.emplace(std::make_pair(from, to), status);
-  return status;
+  // Once per pair in the process; memory that needs its own grant (expandable
+  // segments) is opened to `from` there too.
+  return cuda::EnablePeerAccess(from, to);
 }
 
 absl::StatusOr<StagedPair*> CudaExecutor::StagedPairFor(int src, int dst) {

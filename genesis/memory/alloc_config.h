@@ -32,8 +32,8 @@
 // | thread_cache_bytes           | size > 0                             | 64MiB   |
 // | adaptive_caching             | true, false, 1 or 0                  | true    |
 // | expandable_segments          | auto, true, false, 1 or 0            | auto    |
-// | expandable_piece_size        | size: a power of two, >= 2MiB        | 32MiB   |
-// | expandable_min_piece         | size: a power of two, >= 2MiB        | 2MiB    |
+// | expandable_piece_size        | size: a power of two, >= 2MiB        | 64MiB   |
+// | expandable_min_piece         | size: a power of two, >= 2MiB        | 16MiB   |
 // | expandable_piece_layout      | aligned or whole                     | aligned |
 // | pinned_mode                  | alloc or register                    | alloc   |
 //

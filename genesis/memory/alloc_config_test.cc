@@ -274,8 +274,8 @@ TEST(FormatAllocConfigTest, Defaults) {
             "max_split_size:none,"
             "memory_fraction:1,cache_limit:none,garbage_collection_threshold:0,"
             "warm_up:none,thread_cache_blocks:8,thread_cache_bytes:64MiB,adaptive_caching:true,"
-            "expandable_segments:auto,expandable_piece_size:32MiB,"
-            "expandable_min_piece:2MiB,expandable_piece_layout:aligned,pinned_mode:alloc");
+            "expandable_segments:auto,expandable_piece_size:64MiB,"
+            "expandable_min_piece:16MiB,expandable_piece_layout:aligned,pinned_mode:alloc");
 }
 
 TEST(FormatAllocConfigTest, RoundTripsWhateverTheBase) {

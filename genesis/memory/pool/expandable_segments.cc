@@ -125,31 +125,33 @@ absl::StatusOr<Block*> ExpandableSegmentSet::Map(Block* u, char* begin, char* en
   return free_.FreeAndMerge(mapped);
 }
 
-size_t ExpandableSegmentSet::UnmapInterior(Block* b, size_t max_bytes, bool under_pressure,
-                                           Sink* sink) {
+size_t ExpandableSegmentSet::UnmapInterior(Block* b, size_t bytes, bool at_least,
+                                           bool under_pressure, Sink* sink) {
   const auto start = reinterpret_cast<uintptr_t>(b->ptr);
   const uintptr_t end = start + b->size;
   uintptr_t lo = (start + chunk_ - 1) / chunk_ * chunk_;
   uintptr_t hi = end / chunk_ * chunk_;
-  if (hi <= lo || max_bytes == 0) return 0;
+  if (hi <= lo || bytes == 0) return 0;
   // Memory goes back a whole piece at a time: drop the pieces that stick out of the
   // block (they hold neighbours' bytes too), and of the rest the whole pieces within
-  // the last `max_bytes` (rounded up to chunks). Unmapping less than asked, never more,
+  // the last `bytes` (rounded up to chunks). Unmapping less than asked, never more,
   // keeps a loop from unmapping memory that it maps again later in the same step: the
-  // high-water mark then rises by less than a piece, once.
+  // high-water mark then rises by less than a piece, once. Room for memory added
+  // elsewhere needs all it asks for, so there the piece that holds the boundary goes
+  // too.
   if (const auto [first, last] = vm_.PieceAt(lo); first < lo) lo = last;
   if (hi <= lo) return 0;
   if (const auto [first, last] = vm_.PieceAt(hi - 1); last > hi) hi = first;
   if (hi <= lo) return 0;
-  if (hi - lo > max_bytes) {
-    const size_t want = (max_bytes + chunk_ - 1) / chunk_ * chunk_;
+  if (hi - lo > bytes) {
+    const size_t want = (bytes + chunk_ - 1) / chunk_ * chunk_;
     if (want < hi - lo) {
       const auto [first, last] = vm_.PieceAt(hi - want);
-      lo = first < hi - want ? last : first;
+      lo = first < hi - want && !at_least ? last : first;
       if (hi <= lo) return 0;
     }
   }
-  const size_t bytes = hi - lo;
+  bytes = hi - lo;
   // On failure the chunks stay mapped, and the pool keeps using them.
   if (!vm_.Unmap(reinterpret_cast<void*>(lo), bytes).ok()) return 0;
   if (under_pressure) {
@@ -174,9 +176,14 @@ size_t ExpandableSegmentSet::UnmapInterior(Block* b, size_t max_bytes, bool unde
   return bytes;
 }
 
-size_t ExpandableSegmentSet::UnmapIdleChunks(size_t bytes, const std::function<bool()>& done,
-                                             std::initializer_list<const Block*> keep,
-                                             bool under_pressure, Sink* sink) {
+size_t ExpandableSegmentSet::MakeRoom(size_t bytes, Sink* sink) {
+  return UnmapIdle(bytes, [] { return false; }, {}, /*at_least=*/true,
+                   /*under_pressure=*/true, sink);
+}
+
+size_t ExpandableSegmentSet::UnmapIdle(size_t bytes, const std::function<bool()>& done,
+                                       std::initializer_list<const Block*> keep,
+                                       bool at_least, bool under_pressure, Sink* sink) {
   std::vector<Block*> candidates;
   for (Block* b : free_.blocks(kLarge)) {
     if (b->segment->expandable && b->size >= chunk_ &&
@@ -190,7 +197,7 @@ size_t ExpandableSegmentSet::UnmapIdleChunks(size_t bytes, const std::function<b
   size_t unmapped = 0;
   for (Block* b : candidates) {
     if (unmapped >= bytes || done()) break;
-    unmapped += UnmapInterior(b, bytes - unmapped, under_pressure, sink);
+    unmapped += UnmapInterior(b, bytes - unmapped, at_least, under_pressure, sink);
   }
   return unmapped;
 }

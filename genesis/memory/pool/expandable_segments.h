@@ -6,7 +6,8 @@
 // with each other. Growth maps the chunks next to free blocks; beyond the reserved
 // high-water mark (or the memory_fraction cap) it first unmaps idle pieces elsewhere, so
 // memory moves to where it is needed instead of being added, and when memory unmapped
-// that way is mapped again the mark rises instead. All under the pool lock.
+// that way is mapped again the mark rises instead. The small pool's new segments take
+// their room the same way (MakeRoom). All under the pool lock.
 #ifndef GENESIS_MEMORY_POOL_EXPANDABLE_SEGMENTS_H_
 #define GENESIS_MEMORY_POOL_EXPANDABLE_SEGMENTS_H_
 
@@ -65,7 +66,14 @@ class ExpandableSegmentSet {
   // are remembered, see Expand).
   size_t UnmapIdleChunks(size_t bytes, const std::function<bool()>& done,
                          std::initializer_list<const Block*> keep, bool under_pressure,
-                         Sink* sink);
+                         Sink* sink) {
+    return UnmapIdle(bytes, done, keep, /*at_least=*/false, under_pressure, sink);
+  }
+  // Makes room for `bytes` that the pool adds elsewhere (a small-pool segment) at the
+  // high-water mark: unmaps idle pieces, largest free blocks first, at least `bytes` of
+  // them where there are (whole pieces: up to a piece more), as under pressure in
+  // Expand. Returns the bytes unmapped.
+  size_t MakeRoom(size_t bytes, Sink* sink);
   // Gives back the ranges that have nothing mapped.
   void ReleaseEmptyRanges();
   // Waits until the memory of every unmap is back with the device
@@ -82,10 +90,16 @@ class ExpandableSegmentSet {
   // Maps [begin, end) (chunk-aligned) of the unmapped block `u`; returns the free mapped
   // block that holds it after merging with free neighbours.
   absl::StatusOr<Block*> Map(Block* u, char* begin, char* end, Sink* sink);
+  // UnmapIdleChunks, and MakeRoom with `at_least`.
+  size_t UnmapIdle(size_t bytes, const std::function<bool()>& done,
+                   std::initializer_list<const Block*> keep, bool at_least,
+                   bool under_pressure, Sink* sink);
   // Unmaps the whole pieces that lie inside the free block `b` and within its last
-  // `max_bytes` (rounded up to chunks): less than asked, never more. Returns the bytes
-  // unmapped (0 if unmapping fails: the pieces stay in use).
-  size_t UnmapInterior(Block* b, size_t max_bytes, bool under_pressure, Sink* sink);
+  // `bytes` (rounded up to chunks): less than asked, never more, or with `at_least`
+  // the pieces that cover them (more than asked by less than a piece). Returns the
+  // bytes unmapped (0 if unmapping fails: the pieces stay in use).
+  size_t UnmapInterior(Block* b, size_t bytes, bool at_least, bool under_pressure,
+                       Sink* sink);
   // Puts the unmapped block `u` (in no set) into the unmapped set, merged with unmapped
   // neighbours.
   void InsertUnmapped(Block* u);

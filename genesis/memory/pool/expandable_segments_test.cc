@@ -149,6 +149,37 @@ TEST_F(ExpandableSegmentSetTest, MemoryGoesBackAWholePieceAtATimeNeverMoreThanAs
   EXPECT_EQ(backend_->state()->mapped_bytes(), 0u);
 }
 
+TEST_F(ExpandableSegmentSetTest, MakingRoomUnmapsAtLeastWhatIsAskedInWholePieces) {
+  Make(kNoLimit, /*max_piece=*/4 * kChunk);
+  OomReason why;
+  Sink sink;
+  // 6 chunks from the range's start: a piece of 4 chunks, then one of 2; and a block in
+  // use after them, which keeps its memory.
+  Block* b = *set_->Expand(6 * kChunk, kStream, nullptr, &why);
+  ASSERT_EQ(b->size, 6 * kChunk);
+  free_.Take(b, 6 * kChunk, 1);
+  Block* used = *set_->Expand(kChunk, kStream, nullptr, &why);
+  free_.Take(used, kChunk, 1);
+  free_.FreeAndMerge(b);
+  EXPECT_EQ(Reserved(), static_cast<int64_t>(7 * kChunk));
+  // A chunk's room takes the last piece of the free block (2 chunks), remembered as
+  // moved away: mapping it again raises the mark.
+  EXPECT_EQ(set_->MakeRoom(kChunk, &sink), 2 * kChunk);
+  ASSERT_EQ(sink.size(), 1u);
+  EXPECT_EQ(sink[0].type, AllocatorEventType::kSegmentUnmap);
+  EXPECT_EQ(sink[0].size, 2 * kChunk);
+  // Three chunks' room takes the 4-chunk piece too; then nothing idle is left.
+  EXPECT_EQ(set_->MakeRoom(3 * kChunk, nullptr), 4 * kChunk);
+  EXPECT_EQ(set_->MakeRoom(kChunk, nullptr), 0u);
+  EXPECT_EQ(Reserved(), static_cast<int64_t>(kChunk));
+  EXPECT_EQ(backend_->state()->mapped_bytes(), kChunk);
+  EXPECT_EQ(segments_.high_water(), static_cast<int64_t>(7 * kChunk));
+  b = *set_->Expand(6 * kChunk, kStream, nullptr, &why);
+  EXPECT_EQ(Reserved(), static_cast<int64_t>(7 * kChunk));
+  EXPECT_EQ(segments_.high_water(), static_cast<int64_t>(7 * kChunk));
+  EXPECT_EQ(backend_->state()->mapped_bytes(), 7 * kChunk);
+}
+
 TEST_F(ExpandableSegmentSetTest, WholePiecesTakeOnePerMapAndGoBackWhole) {
   Make(kNoLimit, /*max_piece=*/4 * kChunk, PieceLayout::kWhole);
   const VirtualMemory& vm = *backend_->virtual_memory();

@@ -39,9 +39,14 @@ absl::StatusOr<Block*> SegmentGrowth::NewSpace(size_t size, size_t segment_size,
 absl::StatusOr<Block*> SegmentGrowth::NewClassic(size_t segment_size, int pool,
                                                  StreamId stream, Sink* sink,
                                                  OomReason* why) {
-  if (expandable_ == nullptr &&
-      static_cast<int64_t>(segment_size) + stats_.GaugeNow(kReservedBytes, kAllPools) >
-          segments_.high_water()) {
+  const int64_t over = static_cast<int64_t>(segment_size) +
+                       stats_.GaugeNow(kReservedBytes, kAllPools) - segments_.high_water();
+  if (expandable_ != nullptr && over > 0) {
+    // A small-pool segment beside expandable large blocks: idle large pieces make room
+    // for it, as they do for the large pool's own growth, so that the small pool's
+    // growth late in a step does not add to a peak the large pool set.
+    expandable_->MakeRoom(static_cast<size_t>(over), sink);
+  } else if (over > 0) {
     // Classic segments: beyond the reserved high-water mark, fully free segments (least
     // recently used first) go back before the backend is asked for more, so that peak
     // reserved memory follows peak allocated memory instead of keeping segments no

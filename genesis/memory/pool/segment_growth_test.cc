@@ -104,11 +104,31 @@ TEST_F(SegmentGrowthTest, LargeBlocksMapChunksAndSmallOnesGetClassicSegments) {
   Block* large = Grow(100 * 1024, 20 * kMiB, kLarge);
   EXPECT_TRUE(large->segment->expandable);
   EXPECT_EQ(large->size, 2 * kChunk);
+  Hold(large);
   Block* small = Grow(4096, 2 * kMiB, kSmall);
   EXPECT_FALSE(small->segment->expandable);
   EXPECT_EQ(Reserved(), static_cast<int64_t>(2 * kChunk + 2 * kMiB));
   EXPECT_EQ(growth_->BackendRequest(100 * 1024, 20 * kMiB, kLarge), 2 * kChunk);
   EXPECT_EQ(growth_->BackendRequest(4096, 2 * kMiB, kSmall), 2 * kMiB);
+}
+
+TEST_F(SegmentGrowthTest, SmallSegmentsBeyondTheMarkTakeTheRoomOfIdleExpandableMemory) {
+  Make(/*expandable=*/true);
+  Block* large = Grow(4 * kMiB, 20 * kMiB, kLarge);
+  Hold(large);
+  Hold(Grow(4096, 2 * kMiB, kSmall));  // The mark: 6 MiB.
+  free_.FreeAndMerge(large);
+  // Beyond the mark, idle large memory makes room for a new small segment.
+  Hold(Grow(4096, 2 * kMiB, kSmall));
+  EXPECT_EQ(Reserved(), static_cast<int64_t>(6 * kMiB));
+  EXPECT_EQ(segments_.high_water(), static_cast<int64_t>(6 * kMiB));
+  EXPECT_EQ(backend_->state()->mapped_bytes(), 2 * kMiB);
+  EXPECT_EQ(backend_->state()->unmap_calls(), 1);
+  // The large pool needing it back means the two pools take turns: the mark rises.
+  Hold(Grow(4 * kMiB, 20 * kMiB, kLarge));
+  EXPECT_EQ(Reserved(), static_cast<int64_t>(8 * kMiB));
+  EXPECT_EQ(segments_.high_water(), static_cast<int64_t>(8 * kMiB));
+  EXPECT_EQ(backend_->state()->unmap_calls(), 1);
 }
 
 TEST_F(SegmentGrowthTest, WithoutExpandableSegmentsTheBackendGetsWholeSegments) {

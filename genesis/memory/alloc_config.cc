@@ -255,6 +255,10 @@ const Key kKeys[] = {
        }
        return absl::OkStatus();
      }},
+    {"expandable_min_map",
+     [](std::string_view value, AllocConfig& config) {
+       return Assign(value, ParseSize, config.options.expandable_min_map);
+     }},
     {"pinned_mode",
      [](std::string_view value, AllocConfig& config) {
        if (value == PinnedModeName(PinnedMode::kAlloc)) {
@@ -393,6 +397,7 @@ std::string FormatAllocConfig(const AllocConfig& config) {
       ",expandable_min_piece:", FormatByteSizeExact(o.expandable_min_piece),
       ",expandable_piece_layout:",
       o.expandable_piece_layout == PieceLayout::kWhole ? "whole" : "aligned",
+      ",expandable_min_map:", FormatByteSizeExact(o.expandable_min_map),
       ",pinned_mode:", ToAbsl(PinnedModeName(config.pinned_mode)));
 }
 

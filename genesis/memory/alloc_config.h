@@ -35,6 +35,7 @@
 // | expandable_piece_size        | size: a power of two, >= 2MiB        | 64MiB   |
 // | expandable_min_piece         | size: a power of two, >= 2MiB        | 16MiB   |
 // | expandable_piece_layout      | aligned or whole                     | aligned |
+// | expandable_min_map           | size (0: what each request needs)    | 16MiB   |
 // | pinned_mode                  | alloc or register                    | alloc   |
 //
 // What they mean:
@@ -82,6 +83,10 @@
 //                                 their size (memory goes back closely); whole: as few
 //                                 pieces as fit, about one per map (fewest driver
 //                                 calls; memory goes back where a whole piece is free).
+//   expandable_min_map            the least one map of an expandable segment adds: a
+//                                 request that needs less maps ahead, so later
+//                                 requests land in the rest (fewer driver calls, a
+//                                 little more idle memory at the peak).
 //   pinned_mode                   how the pinned host pool gets memory: cudaHostAlloc
 //                                 (alloc) or malloc + cudaHostRegister (register).
 //

@@ -42,6 +42,7 @@ void ExpectSameConfig(const AllocConfig& a, const AllocConfig& b) {
   EXPECT_EQ(x.expandable_piece_size, y.expandable_piece_size);
   EXPECT_EQ(x.expandable_piece_layout, y.expandable_piece_layout);
   EXPECT_EQ(x.expandable_min_piece, y.expandable_min_piece);
+  EXPECT_EQ(x.expandable_min_map, y.expandable_min_map);
   EXPECT_EQ(a.pinned_mode, b.pinned_mode);
 }
 
@@ -197,6 +198,10 @@ TEST(ParseAllocConfigTest, ValuesOutOfRangeNameKeyValueAndColumn) {
   EXPECT_TRUE(Contains(ErrorOf("expandable_min_piece:1MiB"), "power of two >= 2MiB"));
   EXPECT_TRUE(Contains(ErrorOf("expandable_min_piece:12MiB"), "power of two >= 2MiB"));
   EXPECT_TRUE(Contains(ErrorOf("expandable_min_piece:lots"), "expandable_min_piece"));
+  EXPECT_EQ(Parsed("expandable_min_map:0").options.expandable_min_map, 0u);
+  EXPECT_EQ(Parsed("expandable_min_map:20MiB").options.expandable_min_map, 20 * kMiB);
+  EXPECT_TRUE(Contains(ErrorOf("expandable_min_map:-2MiB"), "expandable_min_map"));
+  EXPECT_TRUE(Contains(ErrorOf("expandable_min_map:none"), "expandable_min_map"));
   EXPECT_TRUE(Contains(ErrorOf("expandable_piece_layout:exact"), "expected aligned or whole"));
   EXPECT_TRUE(Contains(ErrorOf("small_segment_size:0"), "> 0"));
   EXPECT_TRUE(Contains(ErrorOf("warm_up:64MiB+0"), "> 0"));
@@ -275,7 +280,8 @@ TEST(FormatAllocConfigTest, Defaults) {
             "memory_fraction:1,cache_limit:none,garbage_collection_threshold:0,"
             "warm_up:none,thread_cache_blocks:8,thread_cache_bytes:64MiB,adaptive_caching:true,"
             "expandable_segments:auto,expandable_piece_size:64MiB,"
-            "expandable_min_piece:16MiB,expandable_piece_layout:aligned,pinned_mode:alloc");
+            "expandable_min_piece:16MiB,expandable_piece_layout:aligned,"
+            "expandable_min_map:16MiB,pinned_mode:alloc");
 }
 
 TEST(FormatAllocConfigTest, RoundTripsWhateverTheBase) {
@@ -296,6 +302,7 @@ TEST(FormatAllocConfigTest, RoundTripsWhateverTheBase) {
   custom.options.adaptive_caching = false;
   custom.options.expandable_piece_layout = PieceLayout::kWhole;
   custom.options.expandable_min_piece = 8 * kMiB;
+  custom.options.expandable_min_map = 3 * kMiB + 512;
   custom.pinned_mode = PinnedMode::kRegister;
 
   AllocConfig other_base;

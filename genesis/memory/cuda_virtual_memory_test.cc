@@ -189,6 +189,7 @@ TEST(CudaVirtualMemoryTest, ExpandablePoolMovesMemoryOnTheDevice) {
   AllocatorOptions options;
   options.thread_cache_blocks = 0;
   options.expandable_segments = ExpandableSegments::kOn;
+  options.expandable_min_map = 0;  // Maps just what each request needs: 28 MiB below.
   auto pool = CachingAllocator::Create(*std::move(backend), options);
   ASSERT_TRUE(pool.ok()) << pool.status();
   CachingAllocator& p = **pool;

@@ -36,10 +36,13 @@ struct Pool {
   int64_t reserved() const { return pool->Stats().all.reserved_bytes.current; }
 };
 
-// Without thread caches (unless asked for), so that every free reaches the pool at once.
+// Without thread caches (unless asked for), so that every free reaches the pool at once,
+// and mapping just what each request needs (unless `min_map` says otherwise), so that
+// the tests can count chunks.
 Pool MakePool(size_t capacity = kNoLimit, AllocatorOptions options = {},
-              bool thread_caches = false) {
+              bool thread_caches = false, size_t min_map = 0) {
   if (!thread_caches) options.thread_cache_blocks = 0;
+  options.expandable_min_map = min_map;
   auto backend = TestBackend::FakeCuda(capacity, /*virtual_memory=*/true);
   Pool p;
   p.backend = backend.get();
@@ -190,6 +193,65 @@ TEST(ExpandableSegmentsTest, SmallPiecesOfAMapJoinTheirNeighbours) {
     p.Free(second);
     p.Free(first);
     EXPECT_THAT(p.state->violations(), ::testing::IsEmpty());
+  }
+}
+
+// Growth maps at least expandable_min_map, so that later requests land in what is
+// already mapped; memory still goes back a whole piece at a time.
+TEST(ExpandableSegmentsTest, GrowthMapsAtLeastMinMap) {
+  Pool p = MakePool(kNoLimit, {}, /*thread_caches=*/false, /*min_map=*/16 * kMiB);
+  void* a = p.Alloc(3 * kMiB);
+  EXPECT_EQ(p.reserved(), static_cast<int64_t>(16 * kMiB));
+  void* b = p.Alloc(8 * kMiB);
+  EXPECT_EQ(b, At(a, 3 * kMiB));
+  EXPECT_EQ(p.pool->Stats().num_maps, 1);
+  // 17 MiB are needed: 16 more are mapped, not 2.
+  void* c = p.Alloc(6 * kMiB);
+  EXPECT_EQ(c, At(a, 11 * kMiB));
+  EXPECT_EQ(p.reserved(), static_cast<int64_t>(32 * kMiB));
+  EXPECT_EQ(p.pool->Stats().num_maps, 2);
+  // A request that needs more than min_map maps what it needs.
+  void* d = p.Alloc(40 * kMiB);
+  EXPECT_EQ(d, At(a, 17 * kMiB));
+  EXPECT_EQ(p.reserved(), static_cast<int64_t>(58 * kMiB));
+  EXPECT_EQ(p.pool->Stats().num_maps, 3);
+  EXPECT_EQ(p.state->mapped_bytes(), 58 * kMiB);
+  // `a` keeps the first map's piece, `b` in it with it.
+  for (void* x : {b, c, d}) p.Free(x);
+  ASSERT_TRUE(p.pool->EmptyCache().ok());
+  EXPECT_EQ(p.reserved(), static_cast<int64_t>(16 * kMiB));
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  p.Free(a);
+  ASSERT_TRUE(p.pool->EmptyCache().ok());
+  EXPECT_EQ(p.reserved(), 0);
+}
+
+// Mapping ahead never passes the memory_fraction cap, and a backend that refuses the
+// larger map gets the one the request needs, without an out-of-memory retry.
+TEST(ExpandableSegmentsTest, MapAheadStopsAtTheCapAndAtTheCapacity) {
+  {
+    SCOPED_TRACE("capacity");
+    Pool p = MakePool(20 * kMiB, {}, /*thread_caches=*/false, /*min_map=*/32 * kMiB);
+    void* a = p.Alloc(4 * kMiB);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(p.reserved(), static_cast<int64_t>(4 * kMiB));
+    void* b = p.Alloc(14 * kMiB);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(p.reserved(), static_cast<int64_t>(18 * kMiB));
+    EXPECT_EQ(p.pool->Stats().num_alloc_retries, 0);
+    EXPECT_EQ(p.pool->Stats().num_ooms, 0);
+    for (void* x : {a, b}) p.Free(x);
+    EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  }
+  for (const size_t min_map : {32 * kMiB, 8 * kMiB}) {
+    SCOPED_TRACE(min_map);
+    AllocatorOptions capped;
+    capped.memory_fraction = 0.25;  // 16 MiB of 64.
+    Pool p = MakePool(64 * kMiB, capped, /*thread_caches=*/false, min_map);
+    void* a = p.Alloc(2 * kMiB);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(p.reserved(), static_cast<int64_t>(min_map > 16 * kMiB ? 2 * kMiB : min_map));
+    p.Free(a);
   }
 }
 
@@ -345,6 +407,7 @@ TEST(ExpandableSegmentsTest, MemoryThatComesBackLateIsWaitedForWhereNeeded) {
     p.state = backend->state();
     AllocatorOptions options;
     options.thread_cache_blocks = 0;
+    options.expandable_min_map = 0;
     auto pool = CachingAllocator::Create(std::move(backend), options,
                                          std::make_unique<FakeStreamEvents>());
     EXPECT_TRUE(pool.ok()) << pool.status();

@@ -36,8 +36,8 @@ std::unique_ptr<ExpandableSegmentSet> MakeExpandable(Backend& backend,
       PieceCut{.max_piece = std::max(options.expandable_piece_size, vm->granularity()),
                .min_piece = options.expandable_min_piece,
                .layout = options.expandable_piece_layout},
-      free_sets, segments, stats,
-      AllowedMax(options, total_bytes));
+      free_sets, segments, stats, AllowedMax(options, total_bytes),
+      options.expandable_min_map);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ ExpandableSegmentSet::ExpandableSegmentSet(const Backend& backend, VirtualMemory
                                            size_t total_bytes, const PieceCut& cut,
                                            FreeSets& free_sets,
                                            SegmentMap& segments, PoolStats& stats,
-                                           size_t allowed_max)
+                                           size_t allowed_max, size_t min_map)
     : backend_(backend),
       vm_(vm),
       chunk_(vm.granularity()),
@@ -29,7 +29,8 @@ ExpandableSegmentSet::ExpandableSegmentSet(const Backend& backend, VirtualMemory
       free_(free_sets),
       segments_(segments),
       stats_(stats),
-      allowed_max_(allowed_max) {}
+      allowed_max_(allowed_max),
+      min_map_(chunk_ == 0 ? 0 : (min_map + chunk_ - 1) / chunk_ * chunk_) {}
 
 size_t ExpandableSegmentSet::ReservationSize(size_t total_bytes, size_t chunk) {
   if (chunk == 0) return 0;
@@ -249,6 +250,37 @@ absl::StatusOr<Block*> ExpandableSegmentSet::Expand(size_t size, StreamId stream
     begin = u->ptr;
     end = begin + chunks(size);
   }
+  // Each piece costs the driver about the same whatever its size, so growth maps at
+  // least min_map where the unmapped block has room: later requests land in the rest.
+  char* ahead_begin = begin;
+  char* ahead_end = end;
+  const size_t room = allowed_max_ == kNoLimit
+                          ? kNoLimit
+                          : allowed_max_ - std::min<size_t>(
+                                allowed_max_, stats_.GaugeNow(kReservedBytes, kAllPools));
+  // Not beyond the memory_fraction cap: there it would only push other memory out.
+  if (static_cast<size_t>(end - begin) < min_map_ && min_map_ <= room) {
+    const size_t ahead = std::min(min_map_, u->size);
+    if (begin == u->ptr) {
+      ahead_end = begin + ahead;
+    } else {
+      ahead_begin = end - ahead;
+    }
+  }
+  if (ahead_begin != begin || ahead_end != end) {
+    OomReason ahead_why;
+    absl::StatusOr<Block*> b =
+        MapWithinLimits(u, u_prev, u_next, ahead_begin, ahead_end, sink, &ahead_why);
+    // Refused by the cap or the backend: what is needed may still fit.
+    if (b.ok() || !absl::IsResourceExhausted(b.status())) return b;
+  }
+  return MapWithinLimits(u, u_prev, u_next, begin, end, sink, why);
+}
+
+absl::StatusOr<Block*> ExpandableSegmentSet::MapWithinLimits(Block* u, Block* prev,
+                                                             Block* next, char* begin,
+                                                             char* end, Sink* sink,
+                                                             OomReason* why) {
   const auto bytes = static_cast<int64_t>(end - begin);
   // Below the high-water mark the pool maps new memory; beyond it (or beyond the
   // memory_fraction cap) it first moves idle memory here, so the peak stays put.
@@ -266,7 +298,7 @@ absl::StatusOr<Block*> ExpandableSegmentSet::Expand(size_t size, StreamId stream
     over = std::max(over, reserved + bytes - static_cast<int64_t>(allowed_max_));
   }
   if (over > 0) {
-    UnmapIdleChunks(static_cast<size_t>(over), [] { return false; }, {u, u_prev, u_next},
+    UnmapIdleChunks(static_cast<size_t>(over), [] { return false; }, {u, prev, next},
                     /*under_pressure=*/true, sink);
   }
   if (allowed_max_ != kNoLimit &&

@@ -3,11 +3,12 @@
 // mapped where blocks need memory, in chunks (VirtualMemory's granularity) grouped into
 // pieces of up to expandable_piece_size (mapping_pieces.h) that go back whole. Blocks
 // with nothing mapped behind them are kUnmapped, kept in their own set and merged only
-// with each other. Growth maps the chunks next to free blocks; beyond the reserved
-// high-water mark (or the memory_fraction cap) it first unmaps idle pieces elsewhere, so
-// memory moves to where it is needed instead of being added, and when memory unmapped
-// that way is mapped again the mark rises instead. The small pool's new segments take
-// their room the same way (MakeRoom). All under the pool lock.
+// with each other. Growth maps the chunks next to free blocks, at least min_map of them
+// so that later requests land in what was mapped ahead; beyond the reserved high-water
+// mark (or the memory_fraction cap) it first unmaps idle pieces elsewhere, so memory
+// moves to where it is needed instead of being added, and when memory unmapped that
+// way is mapped again the mark rises instead. The small pool's new segments take their
+// room the same way (MakeRoom). All under the pool lock.
 #ifndef GENESIS_MEMORY_POOL_EXPANDABLE_SEGMENTS_H_
 #define GENESIS_MEMORY_POOL_EXPANDABLE_SEGMENTS_H_
 
@@ -37,10 +38,11 @@ class ExpandableSegmentSet {
   // `total_bytes` the backend's memory (0: unknown), which sizes the ranges;
   // `cut` how one map is cut into pieces (piece_layout.h; its max_piece a power of two,
   // at least the granularity); `allowed_max` the memory_fraction cap on reserved
-  // memory (kNoLimit if none).
+  // memory (kNoLimit if none); `min_map` the least one map adds
+  // (AllocatorOptions::expandable_min_map; 0: what the request needs).
   ExpandableSegmentSet(const Backend& backend, VirtualMemory& vm, size_t total_bytes,
                        const PieceCut& cut, FreeSets& free_sets, SegmentMap& segments,
-                       PoolStats& stats, size_t allowed_max);
+                       PoolStats& stats, size_t allowed_max, size_t min_map = 0);
   ExpandableSegmentSet(const ExpandableSegmentSet&) = delete;
   ExpandableSegmentSet& operator=(const ExpandableSegmentSet&) = delete;
 
@@ -55,9 +57,11 @@ class ExpandableSegmentSet {
   // A free mapped block of at least `size` for `stream`, in the free sets: of the
   // unmapped blocks of the stream's ranges, the one whose mapping (growing the free
   // block before it forward or the one after it backward) maps least, else a new range.
-  // Mapping memory that was unmapped to make room at the high-water mark raises the
-  // mark. ResourceExhausted (with `why`) when the memory_fraction cap or the backend
-  // refuses.
+  // The map covers at least `min_map` where the unmapped block has room (mapping ahead
+  // in the direction it grows), unless that would pass the memory_fraction cap or the
+  // backend refuses it, when it maps just what is needed. Mapping memory that was
+  // unmapped to make room at the high-water mark raises the mark. ResourceExhausted
+  // (with `why`) when the memory_fraction cap or the backend refuses.
   absl::StatusOr<Block*> Expand(size_t size, StreamId stream, Sink* sink, OomReason* why);
 
   // Unmaps free pieces (those wholly inside free blocks) outside `keep`, largest free
@@ -90,6 +94,10 @@ class ExpandableSegmentSet {
   // Maps [begin, end) (chunk-aligned) of the unmapped block `u`; returns the free mapped
   // block that holds it after merging with free neighbours.
   absl::StatusOr<Block*> Map(Block* u, char* begin, char* end, Sink* sink);
+  // Expand's last step: makes room at the high-water mark, checks the memory_fraction
+  // cap and maps [begin, end) of `u` (whose free neighbours `prev` and `next` are kept).
+  absl::StatusOr<Block*> MapWithinLimits(Block* u, Block* prev, Block* next, char* begin,
+                                         char* end, Sink* sink, OomReason* why);
   // UnmapIdleChunks, and MakeRoom with `at_least`.
   size_t UnmapIdle(size_t bytes, const std::function<bool()>& done,
                    std::initializer_list<const Block*> keep, bool at_least,
@@ -113,6 +121,7 @@ class ExpandableSegmentSet {
   SegmentMap& segments_;
   PoolStats& stats_;
   const size_t allowed_max_;
+  const size_t min_map_;  // Rounded up to chunks.
   // Unmapped blocks, by stream, size and address.
   BlockSet unmapped_;
   // Ranges unmapped to make room at the high-water mark, most recent last (at most

@@ -243,6 +243,14 @@ TEST(ExpandableSegmentsTest, MapAheadStopsAtTheCapAndAtTheCapacity) {
     for (void* x : {a, b}) p.Free(x);
     EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
   }
+  {
+    SCOPED_TRACE("more than any range");
+    Pool p = MakePool(64 * kMiB, {}, /*thread_caches=*/false, /*min_map=*/SIZE_MAX);
+    void* a = p.Alloc(3 * kMiB);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(p.reserved(), static_cast<int64_t>(4 * kMiB));
+    p.Free(a);
+  }
   for (const size_t min_map : {32 * kMiB, 8 * kMiB}) {
     SCOPED_TRACE(min_map);
     AllocatorOptions capped;

@@ -15,6 +15,17 @@
 #include "genesis/memory/pool/size_classes.h"
 
 namespace genesis::memory::pool_internal {
+namespace {
+
+// `bytes` rounded up to a multiple of `chunk` (down where that overflows); 0 if `chunk`
+// is 0.
+size_t RoundedToChunks(size_t bytes, size_t chunk) {
+  if (chunk == 0) return 0;
+  size_t rounded = 0;
+  return RoundUp(bytes, chunk, &rounded) ? rounded : bytes / chunk * chunk;
+}
+
+}  // namespace
 
 ExpandableSegmentSet::ExpandableSegmentSet(const Backend& backend, VirtualMemory& vm,
                                            size_t total_bytes, const PieceCut& cut,
@@ -30,7 +41,7 @@ ExpandableSegmentSet::ExpandableSegmentSet(const Backend& backend, VirtualMemory
       segments_(segments),
       stats_(stats),
       allowed_max_(allowed_max),
-      min_map_(chunk_ == 0 ? 0 : (min_map + chunk_ - 1) / chunk_ * chunk_) {}
+      min_map_(RoundedToChunks(min_map, chunk_)) {}
 
 size_t ExpandableSegmentSet::ReservationSize(size_t total_bytes, size_t chunk) {
   if (chunk == 0) return 0;
@@ -38,8 +49,7 @@ size_t ExpandableSegmentSet::ReservationSize(size_t total_bytes, size_t chunk) {
   const size_t want = total_bytes == 0
                           ? kMaxReservation
                           : std::min(total_bytes + total_bytes / 8, kMaxReservation);
-  size_t rounded = 0;
-  return RoundUp(want, chunk, &rounded) ? rounded : want / chunk * chunk;
+  return RoundedToChunks(want, chunk);
 }
 
 absl::StatusOr<Segment*> ExpandableSegmentSet::NewRange(size_t min_bytes, StreamId stream) {

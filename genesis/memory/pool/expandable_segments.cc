@@ -261,26 +261,19 @@ absl::StatusOr<Block*> ExpandableSegmentSet::Expand(size_t size, StreamId stream
     end = begin + chunks(size);
   }
   // Each piece costs the driver about the same whatever its size, so growth maps at
-  // least min_map where the unmapped block has room: later requests land in the rest.
-  char* ahead_begin = begin;
-  char* ahead_end = end;
-  const size_t room = allowed_max_ == kNoLimit
-                          ? kNoLimit
-                          : allowed_max_ - std::min<size_t>(
-                                allowed_max_, stats_.GaugeNow(kReservedBytes, kAllPools));
-  // Not beyond the memory_fraction cap: there it would only push other memory out.
-  if (static_cast<size_t>(end - begin) < min_map_ && min_map_ <= room) {
+  // least min_map where the unmapped block has room, in the direction it grows: later
+  // requests land in the rest. Not beyond the memory_fraction cap, where it would only
+  // push other memory out.
+  const auto want = static_cast<size_t>(end - begin);
+  const size_t reserved = stats_.GaugeNow(kReservedBytes, kAllPools);
+  if (want < min_map_ && want < u->size &&
+      (allowed_max_ == kNoLimit ||
+       min_map_ <= allowed_max_ - std::min(allowed_max_, reserved))) {
     const size_t ahead = std::min(min_map_, u->size);
-    if (begin == u->ptr) {
-      ahead_end = begin + ahead;
-    } else {
-      ahead_begin = end - ahead;
-    }
-  }
-  if (ahead_begin != begin || ahead_end != end) {
+    char* const ahead_begin = begin == u->ptr ? begin : end - ahead;
     OomReason ahead_why;
-    absl::StatusOr<Block*> b =
-        MapWithinLimits(u, u_prev, u_next, ahead_begin, ahead_end, sink, &ahead_why);
+    absl::StatusOr<Block*> b = MapWithinLimits(u, u_prev, u_next, ahead_begin,
+                                               ahead_begin + ahead, sink, &ahead_why);
     // Refused by the cap or the backend: what is needed may still fit.
     if (b.ok() || !absl::IsResourceExhausted(b.status())) return b;
   }

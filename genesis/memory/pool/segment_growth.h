@@ -4,9 +4,10 @@
 // above the high-water mark, fully free segments go back (least recently used first,
 // recurring sizes last), just enough to stay at the mark, so that peak reserved memory
 // follows peak allocated memory; beside expandable segments (a small-pool segment),
-// idle large pieces are unmapped instead (ExpandableSegmentSet::MakeRoom). Shared large segments grow with the pool
-// (GrownSegmentSize, large_segment_max); a grown segment the backend or the
-// memory_fraction limit refuses falls back to the ungrown size. All under the pool lock.
+// idle large pieces are unmapped instead (ExpandableSegmentSet::MakeRoom). Shared large
+// segments grow with the pool (GrownSegmentSize, large_segment_max); a grown segment the
+// backend or the memory_fraction limit refuses falls back to the ungrown size. All under
+// the pool lock.
 #ifndef GENESIS_MEMORY_POOL_SEGMENT_GROWTH_H_
 #define GENESIS_MEMORY_POOL_SEGMENT_GROWTH_H_
 

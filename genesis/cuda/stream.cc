@@ -2,6 +2,8 @@
 
 #include "genesis/cuda/stream.h"
 
+#include <optional>
+
 #include <cuda_runtime_api.h>
 
 #include "absl/status/status.h"
@@ -80,6 +82,13 @@ absl::Status Stream::Wait(const Event& event) const {
 
 absl::Status WaitEvent(CUstream_st* stream, const Event& event) {
   if (!event.valid()) return internal::EmptyHandleError("Event", "WaitEvent");
+  // nullptr names the legacy default stream of the current device, whatever device the
+  // event is on: make that the event's device, or the wait lands on another device's
+  // stream and orders nothing (a rank on cuda:1 read its buckets before the collective).
+  std::optional<DeviceGuard> guard;
+  if (stream == nullptr) {
+    GENESIS_ASSIGN_OR_RETURN(guard, DeviceGuard::Create(event.device()));
+  }
   return CudaStatus(cudaStreamWaitEvent(stream, event.native(), 0),
                     absl::StrCat("cudaStreamWaitEvent(event of cuda:", event.device(), ")"),
                     event.device());

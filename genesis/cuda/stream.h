@@ -91,7 +91,8 @@ class Stream {
 };
 
 // Stream::Wait for a stream this code does not own (a storage's stream; nullptr is the
-// legacy default stream): work queued on `stream` from now on waits for `event`.
+// legacy default stream of `event`'s device, whichever device is current): work queued
+// on `stream` from now on waits for `event`.
 // FailedPrecondition if `event` is empty or in the CPU-only build.
 absl::Status WaitEvent(CUstream_st* stream, const Event& event);
 

@@ -1,5 +1,6 @@
 #include "genesis/distributed/process_group_factory.h"
 
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
@@ -9,7 +10,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "genesis/core/status.h"
+#include "genesis/cuda/device_query.h"
 #include "genesis/distributed/gloo/gloo_communicator.h"
+#include "genesis/distributed/internal/socket_checks.h"
+#include "genesis/distributed/nccl/bootstrap_id.h"
 #include "genesis/distributed/nccl/nccl_communicator.h"
 
 namespace genesis::distributed {
@@ -78,6 +82,128 @@ absl::StatusOr<GroupOptions> WithEnvironment(GroupOptions options, const EnvLook
   return options;
 }
 
+// Sets an environment variable for the life of the object, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) previous_ = old;
+    setenv(name, value.c_str(), /*overwrite=*/1);
+  }
+  ~ScopedEnv() {
+    if (previous_.has_value()) {
+      setenv(name_, previous_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> previous_;
+};
+
+// The address of NCCL's bootstrap root: NCCL_COMM_ID where the user set it, else
+// MASTER_ADDR (resolved) and MASTER_PORT + 1 or GENESIS_NCCL_PORT.
+absl::StatusOr<std::string> NcclRootAddress(const LaunchEnv& env, const EnvLookup& lookup) {
+  if (std::optional<std::string> given = lookup("NCCL_COMM_ID")) return *given;
+  int port = env.master_port + 1;
+  if (std::optional<std::string> value = lookup("GENESIS_NCCL_PORT")) {
+    if (!absl::SimpleAtoi(*value, &port) || port < 1 || port > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "environment variable GENESIS_NCCL_PORT='", *value, "' is not a port"));
+    }
+  } else if (port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MASTER_PORT=", env.master_port, " leaves no port for NCCL's bootstrap (MASTER_PORT + 1); "
+        "set GENESIS_NCCL_PORT"));
+  }
+  GENESIS_ASSIGN_OR_RETURN(std::string ip, internal::ResolveHost("MASTER_ADDR", env.master_addr));
+  if (env.rank == 0) {
+    GENESIS_RETURN_IF_ERROR(internal::CheckCanListen(
+        ip, port, "NCCL's bootstrap root: MASTER_PORT + 1, or GENESIS_NCCL_PORT"));
+  }
+  return internal::HostPort(ip, port);
+}
+
+// The NCCL world group of a launched job (process_group_factory.h).
+absl::StatusOr<std::unique_ptr<ProcessGroup>> NcclWorld(const LaunchEnv& env,
+                                                        const EnvLookup& lookup,
+                                                        const GroupOptions& options) {
+  GENESIS_ASSIGN_OR_RETURN(std::string version, nccl_backend::NcclVersion());
+  const int gpus = cuda::DeviceCount();
+  if (env.local_rank >= gpus) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "local rank ", env.local_rank, " (LOCAL_RANK or the launcher's local rank) has no GPU: ",
+        gpus, " visible (CUDA_VISIBLE_DEVICES=",
+        lookup("CUDA_VISIBLE_DEVICES").value_or("<unset>"), ")",
+        gpus == 0 ? absl::StrCat(": ", cuda::NoDeviceReason()) : ""));
+  }
+  GENESIS_ASSIGN_OR_RETURN(const std::string root, NcclRootAddress(env, lookup));
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> group;
+  {
+    // Rank 0 starts the bootstrap root while NCCL_COMM_ID is set; later ids of this
+    // process (NewNcclUniqueId) are random again.
+    ScopedEnv comm_id("NCCL_COMM_ID", root);
+    GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, NewNcclUniqueId());
+    absl::StatusOr<std::vector<char>> own = nccl_backend::WithBootstrapMagic(
+        id, StableHash(absl::StrCat(env.job_key, "@", root)) | 1);
+    group = CreateNcclGroup(env.rank, env.world_size, Device::Cuda(env.local_rank),
+                            own.ok() ? *own : id, options);
+  }
+  if (!group.ok()) {
+    return absl::Status(group.status().code(),
+                        absl::StrCat(group.status().message(), " [NCCL ", version,
+                                     "; bootstrap root (rank 0) at ", root, ", job key ",
+                                     env.job_key, "]"));
+  }
+  return group;
+}
+
+// The Gloo world group of a launched job: a file store private to the job
+// (process_group_factory.h), removed by rank 0 when its group goes.
+absl::StatusOr<std::unique_ptr<ProcessGroup>> GlooWorld(const LaunchEnv& env,
+                                                        const EnvLookup& lookup,
+                                                        GroupOptions options) {
+  std::string base = lookup("GENESIS_STORE_DIR").value_or("");
+  if (base.empty()) {
+    if (!env.single_host()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a gloo group of ", env.world_size, " ranks on several hosts (local world size ",
+          env.local_world_size, ") needs GENESIS_STORE_DIR, a directory every host sees"));
+    }
+    base = "/tmp";
+  }
+  const std::string directory =
+      absl::StrCat(base, "/genesis-rendezvous-", env.job_key, "-", env.master_addr, "-",
+                   env.master_port);
+  GENESIS_ASSIGN_OR_RETURN(std::shared_ptr<Store> store,
+                           Store::File(directory, /*remove_when_done=*/env.rank == 0));
+  if (options.gloo_hostname.empty()) {
+    options.gloo_hostname =
+        lookup("GENESIS_GLOO_HOST").value_or(env.single_host() ? "127.0.0.1" : ThisHost());
+  }
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
+      CreateGlooGroup(env.rank, env.world_size, std::move(store), options);
+  if (group.ok()) {
+    // Every rank has read the store once this barrier passes: rank 0 may then remove it
+    // as soon as its group goes.
+    absl::StatusOr<Work> barrier = (*group)->Barrier();
+    absl::Status passed = barrier.ok() ? barrier->Wait() : barrier.status();
+    if (!passed.ok()) return passed;
+  }
+  if (!group.ok() && !env.job_key_unique) {
+    return absl::Status(
+        group.status().code(),
+        absl::StrCat(group.status().message(), " [job key '", env.job_key,
+                     "' may repeat from one launch to the next: an earlier job that "
+                     "ended early can leave its keys in ", directory,
+                     "; set GENESIS_RUN_ID to a new value per launch]"));
+  }
+  return group;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateGlooGroup(int rank, int size,
@@ -129,38 +255,8 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroupFromEnvironment(
     Backend backend, const LaunchEnv& env, const EnvLookup& lookup,
     const GroupOptions& given) {
   GENESIS_ASSIGN_OR_RETURN(GroupOptions options, WithEnvironment(given, lookup));
-  if (backend == Backend::kNccl) {
-    if (!lookup("NCCL_COMM_ID").has_value()) {
-      int port = env.master_port + 1;
-      if (std::optional<std::string> value = lookup("GENESIS_NCCL_PORT")) {
-        if (!absl::SimpleAtoi(*value, &port) || port < 1 || port > 65535) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "environment variable GENESIS_NCCL_PORT='", *value, "' is not a port"));
-        }
-      }
-      const std::string comm_id = absl::StrCat(env.master_addr, ":", port);
-      setenv("NCCL_COMM_ID", comm_id.c_str(), /*overwrite=*/0);
-    }
-    GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, NewNcclUniqueId());
-    return CreateNcclGroup(env.rank, env.world_size, Device::Cuda(env.local_rank), id,
-                           options);
-  }
-  std::string directory = lookup("GENESIS_STORE_DIR").value_or("");
-  if (directory.empty()) {
-    if (!env.single_host()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a gloo group of ", env.world_size, " ranks on several hosts (LOCAL_WORLD_SIZE ",
-          env.local_world_size, ") needs GENESIS_STORE_DIR, a directory every host sees"));
-    }
-    directory = absl::StrCat("/tmp/genesis-rendezvous-", env.run_id.empty() ? "run" : env.run_id,
-                             "-", env.master_addr, "-", env.master_port);
-  }
-  GENESIS_ASSIGN_OR_RETURN(std::shared_ptr<Store> store, Store::File(directory));
-  if (options.gloo_hostname.empty()) {
-    options.gloo_hostname =
-        lookup("GENESIS_GLOO_HOST").value_or(env.single_host() ? "127.0.0.1" : ThisHost());
-  }
-  return CreateGlooGroup(env.rank, env.world_size, std::move(store), options);
+  if (backend == Backend::kNccl) return NcclWorld(env, lookup, options);
+  return GlooWorld(env, lookup, std::move(options));
 }
 
 absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroupFromEnvironment(

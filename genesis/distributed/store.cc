@@ -14,12 +14,22 @@
 
 namespace genesis::distributed {
 
-Store::Store(std::unique_ptr<gloo::rendezvous::Store> store, std::string description)
-    : store_(std::move(store)), description_(std::move(description)) {}
+Store::Store(std::unique_ptr<gloo::rendezvous::Store> store, std::string description,
+             std::string remove_when_done)
+    : store_(std::move(store)),
+      description_(std::move(description)),
+      remove_when_done_(std::move(remove_when_done)) {}
 
-Store::~Store() = default;
+Store::~Store() {
+  store_.reset();
+  if (!remove_when_done_.empty()) {
+    std::error_code ignored;  // Best effort: another process may be removing it too.
+    std::filesystem::remove_all(remove_when_done_, ignored);
+  }
+}
 
-absl::StatusOr<std::shared_ptr<Store>> Store::File(const std::string& directory) {
+absl::StatusOr<std::shared_ptr<Store>> Store::File(const std::string& directory,
+                                                   bool remove_when_done) {
   if (directory.empty()) {
     return absl::InvalidArgumentError("file store: the directory is empty");
   }
@@ -36,7 +46,8 @@ absl::StatusOr<std::shared_ptr<Store>> Store::File(const std::string& directory)
   try {
     return std::shared_ptr<Store>(
         new Store(std::make_unique<gloo::rendezvous::FileStore>(directory),
-                  absl::StrCat("file store at ", directory)));
+                  absl::StrCat("file store at ", directory),
+                  remove_when_done ? directory : std::string()));
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("file store at '", directory, "': ", e.what()));
   }
@@ -44,7 +55,7 @@ absl::StatusOr<std::shared_ptr<Store>> Store::File(const std::string& directory)
 
 std::shared_ptr<Store> Store::Hash() {
   return std::shared_ptr<Store>(
-      new Store(std::make_unique<gloo::rendezvous::HashStore>(), "hash store"));
+      new Store(std::make_unique<gloo::rendezvous::HashStore>(), "hash store", ""));
 }
 
 absl::Status Store::Set(const std::string& key, absl::Span<const char> value) {

@@ -6,9 +6,10 @@
 // process. Gloo groups exchange their addresses through it; NCCL groups can exchange
 // NCCL's unique id through it (process_group_factory.h).
 //
-// A file store's keys are files that outlive the job: give each job its own directory
-// (or its own key prefix through GroupOptions::name), or a later run may read an earlier
-// run's addresses.
+// A file store's keys are files that outlive the job unless the store removes them: give
+// each job its own directory (or its own key prefix through GroupOptions::name), or a
+// later run may read an earlier run's addresses. Groups made from a launcher's
+// environment do both (process_group_factory.h).
 #ifndef GENESIS_DISTRIBUTED_STORE_H_
 #define GENESIS_DISTRIBUTED_STORE_H_
 
@@ -29,10 +30,13 @@ namespace genesis::distributed {
 
 class Store {
  public:
-  // A store on `directory`, created (with its parents) if missing. InvalidArgument for
-  // an empty path; PermissionDenied or the system's error, naming the path, if it
-  // cannot be created or written.
-  static absl::StatusOr<std::shared_ptr<Store>> File(const std::string& directory);
+  // A store on `directory`, created (with its parents) if missing. With
+  // `remove_when_done`, the directory and everything in it is removed when the store
+  // is destroyed (by the one rank that owns the rendezvous, once its group is gone).
+  // InvalidArgument for an empty path; PermissionDenied or the system's error, naming
+  // the path, if it cannot be created or written.
+  static absl::StatusOr<std::shared_ptr<Store>> File(const std::string& directory,
+                                                     bool remove_when_done = false);
 
   // A store in this process's memory, for ranks that are threads of one process.
   static std::shared_ptr<Store> Hash();
@@ -55,10 +59,12 @@ class Store {
   gloo::rendezvous::Store& gloo_store() { return *store_; }
 
  private:
-  Store(std::unique_ptr<gloo::rendezvous::Store> store, std::string description);
+  Store(std::unique_ptr<gloo::rendezvous::Store> store, std::string description,
+        std::string remove_when_done);
 
   std::unique_ptr<gloo::rendezvous::Store> store_;
   std::string description_;
+  std::string remove_when_done_;  // The directory to remove, or "".
 };
 
 }  // namespace genesis::distributed

@@ -18,6 +18,7 @@ flags=(--config=bundle --config=cuda "$@")
 tests=$(bazel query 'attr(tags, "\bgpu\b|\bmulti_gpu\b", tests(//...))' 2>/dev/null)
 benchmarks=$(bazel query 'kind(cc_binary, //benchmarks/...)' 2>/dev/null || true)
 targets=(//tools/genesis:genesis //genesis/distributed:data_parallel_step
+         //genesis/distributed:join_nccl_id
          //examples/profile_memory:profile_memory $tests $benchmarks)
 bazel build "${flags[@]}" "${targets[@]}"
 bin=$(bazel info "${flags[@]}" bazel-bin 2>/dev/null)
@@ -31,6 +32,9 @@ copy() {  # copy LABEL DEST_DIR: the binary of LABEL, named after its package an
 }
 install -m 755 "$bin/tools/genesis/genesis" "$out/genesis"
 install -m 755 "$bin/genesis/distributed/data_parallel_step" "$out/data_parallel_step"
+# Launch checks: the stress check of launchers, and a genesis rank beside CuPy's NCCL.
+install -m 755 "$bin/genesis/distributed/join_nccl_id" "$out/join_nccl_id"
+install -m 755 tools/launch_stress.py tools/nccl_interop_peer.py "$out/"
 # The memory profiler example (its picture script is built in; matplotlib draws it).
 install -m 755 "$bin/examples/profile_memory/profile_memory" "$out/profile_memory"
 for t in $tests; do copy "$t" "$out/tests"; done

@@ -16,6 +16,7 @@ readonly PACKAGES=(
   zlib1g-dev                                                     # gzip-compressed traces
   python3-matplotlib                                             # plots of genesis bench
   libgloo-dev                                                    # CPU collectives
+  openmpi-bin                                                    # mpirun launch tests
 )
 
 check_only=0

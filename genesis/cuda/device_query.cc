@@ -91,6 +91,10 @@ void ProbeNccl(Versions& versions) {
     return;
   }
   versions.nccl = version;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(get_version), &info) != 0 && info.dli_fname != nullptr) {
+    versions.nccl_library = info.dli_fname;
+  }
 }
 
 Versions QueryVersions() {

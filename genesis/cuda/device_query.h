@@ -115,6 +115,9 @@ struct Versions {
   int driver = 0;   // CUDA version the driver supports (cudaDriverGetVersion); 0 if none.
   int nccl = 0;     // NCCL found at run time (ncclGetVersion), e.g. 22809; 0 if none.
   std::string nccl_error;  // Why nccl is 0 (e.g. the dlopen error); empty otherwise.
+  // The file NCCL was loaded from (whichever libnccl.so.2 the dynamic loader found:
+  // LD_LIBRARY_PATH chooses it); empty when there is none.
+  std::string nccl_library;
 };
 
 // The versions above. Never fails; computed once per process. NCCL is looked up with

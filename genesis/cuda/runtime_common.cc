@@ -101,6 +101,8 @@ std::string FormatVersions(const Versions& versions) {
                                   ", NCCL ", FormatNcclVersion(versions.nccl));
   if (versions.nccl <= 0 && !versions.nccl_error.empty()) {
     absl::StrAppend(&text, " (", versions.nccl_error, ")");
+  } else if (!versions.nccl_library.empty()) {
+    absl::StrAppend(&text, " (", versions.nccl_library, ")");
   }
   return text;
 }

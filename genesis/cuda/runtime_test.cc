@@ -135,10 +135,12 @@ TEST(FormatTest, NcclVersion) {
 }
 
 TEST(FormatTest, Versions) {
-  EXPECT_EQ(FormatVersions(Versions{13000, 13000, 22809, ""}),
+  EXPECT_EQ(FormatVersions(Versions{13000, 13000, 22809, "", ""}),
             "CUDA runtime 13.0, driver 13.0, NCCL 2.28.9");
-  EXPECT_EQ(FormatVersions(Versions{13000, 0, 0, "libnccl.so.2: not found"}),
+  EXPECT_EQ(FormatVersions(Versions{13000, 0, 0, "libnccl.so.2: not found", ""}),
             "CUDA runtime 13.0, driver none, NCCL none (libnccl.so.2: not found)");
+  EXPECT_EQ(FormatVersions(Versions{13000, 13000, 22809, "", "/opt/nccl/lib/libnccl.so.2"}),
+            "CUDA runtime 13.0, driver 13.0, NCCL 2.28.9 (/opt/nccl/lib/libnccl.so.2)");
 }
 
 TEST(VersionsTest, AreConsistent) {

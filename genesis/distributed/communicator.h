@@ -44,6 +44,10 @@ struct GroupInfo {
   // (nccl/nccl_communicator.h, nccl/registration_cache.h). Off by default until it has
   // been checked across ranks (every rank's buffers must be registered alike).
   bool nccl_register_buffers = false;
+  // NCCL only: the other ranks may be another NCCL client (PyTorch, CuPy) that made the
+  // id: one ncclCommInitRank per rank and nothing more (no blocking copy made by
+  // ncclCommSplit, which the other client would never join).
+  bool nccl_interop = false;
 
   // "gloo group 'world' (rank 1 of 4)".
   std::string Describe() const;

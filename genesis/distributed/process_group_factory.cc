@@ -41,6 +41,7 @@ GroupInfo Info(const std::string& backend, int rank, int size, Device device,
   info.timeout = options.timeout;
   info.nccl_blocking = options.nccl_blocking;
   info.nccl_register_buffers = options.nccl_register_buffers;
+  info.nccl_interop = options.nccl_interop;
   return info;
 }
 
@@ -166,6 +167,9 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NcclWorld(const LaunchEnv& env,
 absl::StatusOr<std::unique_ptr<ProcessGroup>> GlooWorld(const LaunchEnv& env,
                                                         const EnvLookup& lookup,
                                                         GroupOptions options) {
+  // Not connected to (the ranks meet in the store), but a name that does not resolve
+  // is a mistake the user should hear of now.
+  GENESIS_RETURN_IF_ERROR(internal::ResolveHost("MASTER_ADDR", env.master_addr).status());
   std::string base = lookup("GENESIS_STORE_DIR").value_or("");
   if (base.empty()) {
     if (!env.single_host()) {

@@ -56,6 +56,13 @@ struct GroupOptions {
   // Off by default: NCCL needs every rank's buffers of an operation registered alike, and
   // that has not been checked across ranks yet.
   bool nccl_register_buffers = false;
+  // NCCL: the group's other ranks may belong to another NCCL client (PyTorch, CuPy)
+  // that made the unique id. Then each rank makes exactly one communicator, as that
+  // client does, and operations run on the non-blocking one (bounded by the timeout,
+  // at a few microseconds more per operation). Both sides must load the same NCCL
+  // version (NCCL refuses a mismatch at once); `genesis info` shows which NCCL this
+  // process loaded.
+  bool nccl_interop = false;
   // Gloo: the address this rank listens on. Empty: 127.0.0.1 when every rank is on
   // one host (or for explicit groups), else this host's name.
   std::string gloo_hostname;

@@ -38,7 +38,8 @@ DeviceReport MadeUpTwoGpuMachine() {
   report.kernels_compiled_in = true;
   report.host_cpus = 32;
   report.host_memory_bytes = 256ull << 30;
-  report.versions = {.runtime = 13000, .driver = 13000, .nccl = 22803, .nccl_error = ""};
+  report.versions = {.runtime = 13000, .driver = 13000, .nccl = 22803, .nccl_error = "",
+                     .nccl_library = "/usr/lib/x86_64-linux-gnu/libnccl.so.2"};
   report.gpus.push_back(MadeUpGpu(0, absl::OkStatus()));
   report.gpus.push_back(MadeUpGpu(1, absl::InternalError("cudaErrorNoKernelImageForDevice")));
   report.peer_access = {{true, true}, {false, true}};

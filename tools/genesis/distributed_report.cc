@@ -23,7 +23,9 @@ std::string FormatDistributedReport(const DistributedReport& report) {
     absl::StrAppend(&text, "  launcher   ", e.launcher, ": rank ", e.rank, " of ",
                     e.world_size, ", local rank ", e.local_rank, " of ", e.local_world_size,
                     ", master ", e.master_addr, ":", e.master_port,
-                    e.run_id.empty() ? "" : absl::StrCat(", run ", e.run_id), "\n");
+                    e.run_id.empty() ? "" : absl::StrCat(", run ", e.run_id), "\n",
+                    "  job key    ", e.job_key,
+                    e.job_key_unique ? "" : " (may repeat from one launch to the next)", "\n");
   } else if (report.env.status().code() == absl::StatusCode::kNotFound) {
     absl::StrAppend(&text, "  launcher   none: a single process (",
                     report.env.status().message(), ")\n");
@@ -46,7 +48,9 @@ nlohmann::json DistributedReportToJson(const DistributedReport& report) {
          {"local_world_size", e.local_world_size},
          {"master_addr", e.master_addr},
          {"master_port", e.master_port},
-         {"run_id", e.run_id}};
+         {"run_id", e.run_id},
+         {"job_key", e.job_key},
+         {"job_key_unique", e.job_key_unique}};
   } else {
     j = {{"launcher", nullptr}, {"reason", std::string(report.env.status().message())}};
   }

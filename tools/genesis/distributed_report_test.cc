@@ -14,6 +14,7 @@ std::optional<std::string> Torchrun(std::string_view name) {
   if (name == "WORLD_SIZE") return "2";
   if (name == "MASTER_ADDR") return "10.1.2.3";
   if (name == "MASTER_PORT") return "29500";
+  if (name == "TORCHELASTIC_RUN_ID") return "job7";
   return std::nullopt;
 }
 
@@ -22,6 +23,7 @@ TEST(DistributedReportTest, ShowsTheLaunchersRankAndMaster) {
   const std::string text = FormatDistributedReport(report);
   EXPECT_TRUE(absl::StrContains(text, "torchrun: rank 1 of 2")) << text;
   EXPECT_TRUE(absl::StrContains(text, "master 10.1.2.3:29500")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "job key    job7.r0\n")) << text;
   EXPECT_TRUE(absl::StrContains(text, "NCCL 2.28.9")) << text;
   EXPECT_TRUE(absl::StrContains(text, "Gloo 0.")) << text;
   nlohmann::json j = DistributedReportToJson(report);
@@ -29,6 +31,8 @@ TEST(DistributedReportTest, ShowsTheLaunchersRankAndMaster) {
   EXPECT_EQ(j["world_size"], 2);
   EXPECT_EQ(j["master_addr"], "10.1.2.3");
   EXPECT_EQ(j["nccl"], "2.28.9");
+  EXPECT_EQ(j["job_key"], "job7.r0");
+  EXPECT_EQ(j["job_key_unique"], true);
 }
 
 TEST(DistributedReportTest, WithoutALauncherSaysSo) {

@@ -23,6 +23,8 @@ int RunInfo(absl::Span<const std::string> args) {
   std::string nccl = cuda::FormatNcclVersion(report.versions.nccl);
   if (report.versions.nccl <= 0 && !report.versions.nccl_error.empty()) {
     nccl += " (" + report.versions.nccl_error + ")";
+  } else if (!report.versions.nccl_library.empty()) {
+    nccl += " from " + report.versions.nccl_library;
   }
   const DistributedReport distributed =
       CollectDistributedReport(distributed::ProcessEnv(), std::move(nccl));

@@ -9,7 +9,13 @@
 // "gradients" (rank-dependent values), averages them with bucketed all_reduce, checks
 // every value, and runs a broadcast and an all_gather of its parameters. Prints one line
 // per rank and exits non-zero if anything was wrong.
+//
+// Faults on purpose: --kill_rank=R makes rank R kill itself (SIGKILL) after the
+// all_reduce, in the attempt --kill_attempt (torchrun's TORCHELASTIC_RESTART_COUNT; 0
+// by default), so that the others meet a dead peer mid-step and a restarted job does not.
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -23,6 +29,8 @@
 
 ABSL_FLAG(std::string, backend, "nccl", "nccl (GPU storages) or gloo (CPU storages)");
 ABSL_FLAG(int, gradients, 1000, "gradients per step");
+ABSL_FLAG(int, kill_rank, -1, "this rank kills itself (SIGKILL) after the all_reduce");
+ABSL_FLAG(int, kill_attempt, 0, "...in this attempt (TORCHELASTIC_RESTART_COUNT) only");
 
 namespace {
 
@@ -52,6 +60,14 @@ absl::Status Step(dist::ProcessGroup& world) {
         return absl::InternalError(
             absl::StrCat("gradient ", k, " holds ", x, ", expected ", want));
       }
+    }
+  }
+  if (rank == absl::GetFlag(FLAGS_kill_rank)) {
+    const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+    if ((attempt != nullptr ? std::atoi(attempt) : 0) == absl::GetFlag(FLAGS_kill_attempt)) {
+      std::fprintf(stderr, "rank %d: killing itself mid-step (--kill_rank)\n", rank);
+      std::fflush(stderr);
+      raise(SIGKILL);
     }
   }
   // Parameters: rank 0's go to everyone; then everyone's step count is gathered.

@@ -14,10 +14,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "genesis/core/absl_compat.h"
 #include "genesis/core/status.h"
 #include "genesis/distributed/gloo/gloo_reduce.h"
 #include "genesis/distributed/internal/group_health.h"
+#include "genesis/distributed/internal/terminate_message.h"
 #include "genesis/distributed/internal/work_state.h"
 #include "gloo/allgather.h"
 #include "gloo/allreduce.h"
@@ -348,6 +350,44 @@ class GlooCommunicator final : public Communicator {
 // Gloo's TCP pairs write with writev(2), which raises SIGPIPE when a peer has died; its
 // default action would kill this process instead of letting the write fail with EPIPE
 // and the operation turn into an error. A handler the program installed is kept.
+// Gloo's rendezvous reads the store with Gloo's default timeout (30 s) whatever the
+// group's: this store waits for the group's timeout instead, and says which ranks did
+// not join (connectFullMesh's keys are the ranks' numbers).
+class TimedStore final : public gloo::rendezvous::Store {
+ public:
+  TimedStore(gloo::rendezvous::Store& inner, std::chrono::milliseconds timeout,
+             std::string description)
+      : inner_(inner), timeout_(timeout), description_(std::move(description)) {}
+
+  void set(const std::string& key, const std::vector<char>& data) override {
+    inner_.set(key, data);
+  }
+  std::vector<char> get(const std::string& key) override {
+    wait({key});
+    return inner_.get(key);
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    try {
+      inner_.wait(keys, timeout);
+    } catch (const gloo::IoException& e) {
+      std::vector<std::string> ranks;
+      for (const std::string& key : keys) {
+        ranks.push_back(absl::StartsWith(key, "rank_") ? key.substr(5) : key);
+      }
+      throw gloo::IoException(absl::StrCat("timed out after ", timeout.count(),
+                                           " ms waiting for rank(s) ", absl::StrJoin(ranks, ", "),
+                                           " of ", description_, " to join (", e.what(), ")"));
+    }
+  }
+
+ private:
+  gloo::rendezvous::Store& inner_;
+  const std::chrono::milliseconds timeout_;
+  const std::string description_;
+};
+
 void IgnoreSigpipeUnlessHandled() {
   static const bool once = [] {
     struct sigaction current {};
@@ -369,6 +409,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(GroupInfo info,
         "a gloo group works on CPU memory, not ", info.device.ToString()));
   }
   IgnoreSigpipeUnlessHandled();
+  internal::SayWhyWhenTerminating();
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = hostname;
@@ -377,7 +418,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(GroupInfo info,
     context->setTimeout(std::chrono::duration_cast<std::chrono::milliseconds>(
         absl::ToChronoMilliseconds(info.timeout)));
     gloo::rendezvous::PrefixStore prefixed(info.name, store->gloo_store());
-    context->connectFullMesh(prefixed, device);
+    TimedStore timed(prefixed, context->getTimeout(), info.Describe());
+    context->connectFullMesh(timed, device);
     return std::unique_ptr<Communicator>(new GlooCommunicator(
         std::move(info), std::move(store), hostname, std::move(device), std::move(context)));
   } catch (const std::exception& e) {

@@ -24,7 +24,9 @@ namespace genesis::distributed::gloo_backend {
 // (DeadlineExceeded naming the group). `info.device` must be the CPU. The first call
 // sets SIGPIPE to be ignored when it still has its default action (which would kill the
 // process when a peer dies, instead of failing the operation); a handler the program
-// installed is left alone.
+// installed is left alone. It also installs a std::terminate handler that names an
+// exception escaping one of Gloo's threads before the process ends
+// (internal/terminate_message.h).
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(GroupInfo info,
                                                           std::shared_ptr<Store> store,
                                                           const std::string& hostname);

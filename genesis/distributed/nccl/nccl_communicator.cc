@@ -1,6 +1,10 @@
 #include "genesis/distributed/nccl/nccl_communicator.h"
 
+#include <dlfcn.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <condition_variable>
 #include <cstring>
 #include <list>
@@ -133,7 +137,7 @@ struct Comm {
   // itself, or (nccl_blocking) a blocking copy of it made by ncclCommSplit, waited for
   // on `control` within the timeout. Every rank of the group calls it.
   absl::Status MakeOperationsComm() {
-    if (!info.nccl_blocking) {
+    if (!info.nccl_blocking || info.nccl_interop) {
       comm = control;
       return absl::OkStatus();
     }
@@ -598,6 +602,7 @@ absl::StatusOr<std::vector<char>> NewUniqueId() {
 
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
                                                           absl::Span<const char> unique_id) {
+  GENESIS_RETURN_IF_ERROR(CheckRequestedLibrary());
   if (!info.device.is_cuda()) {
     return absl::InvalidArgumentError(
         absl::StrCat("an NCCL group works on a GPU, not ", info.device.ToString()));
@@ -636,6 +641,36 @@ absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator& communi
         "buffer registration is NCCL's: ", communicator.info().Describe(), " is not NCCL"));
   }
   return nccl->registration_stats();
+}
+
+std::string NcclLibrary() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) == 0 || info.dli_fname == nullptr) {
+    return "";
+  }
+  return info.dli_fname;
+}
+
+absl::Status CheckRequestedLibrary() {
+  const char* requested = std::getenv("GENESIS_NCCL_LIBRARY");
+  if (requested == nullptr || requested[0] == '\0') return absl::OkStatus();
+  std::error_code error;
+  const std::filesystem::path wanted = std::filesystem::canonical(requested, error);
+  if (error) {
+    return absl::InvalidArgumentError(absl::StrCat("GENESIS_NCCL_LIBRARY=", Quoted(requested),
+                                                   " cannot be loaded: ", error.message()));
+  }
+  const std::string loaded = NcclLibrary();
+  const std::filesystem::path running = std::filesystem::canonical(loaded, error);
+  if (error || running != wanted) {
+    GENESIS_ASSIGN_OR_RETURN(std::string version, NcclVersion());
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this process runs NCCL ", version, " from ", loaded.empty() ? "an unknown file" : loaded,
+        ", not GENESIS_NCCL_LIBRARY=", Quoted(requested), ": the dynamic loader picks NCCL when "
+        "the program starts; put ", wanted.parent_path().string(),
+        " first in LD_LIBRARY_PATH"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> NcclVersion() {

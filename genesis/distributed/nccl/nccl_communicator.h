@@ -70,6 +70,15 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
 // "2.28.3", the NCCL library this process runs with; the reason if there is none.
 absl::StatusOr<std::string> NcclVersion();
 
+// The file the NCCL this process runs with was loaded from ("" if unknown).
+std::string NcclLibrary();
+
+// OK unless GENESIS_NCCL_LIBRARY names an NCCL library other than the one this process
+// loaded: InvalidArgument when that file cannot be found, FailedPrecondition (naming
+// both files and the directory to put first in LD_LIBRARY_PATH) when it is another
+// file. ConnectNccl checks it before anything connects.
+absl::Status CheckRequestedLibrary();
+
 // The buffer registration counters of an NCCL communicator (enabled false when
 // registration is off for it). InvalidArgument for a communicator of another backend.
 absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator& communicator);

@@ -20,6 +20,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo, absl::Span<
 
 absl::StatusOr<std::string> NcclVersion() { return Unavailable(); }
 
+std::string NcclLibrary() { return ""; }
+
+absl::Status CheckRequestedLibrary() { return Unavailable(); }
+
 absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator&) {
   return Unavailable();
 }

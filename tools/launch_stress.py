@@ -176,6 +176,9 @@ def main() -> int:
     parser.add_argument("--concurrent", type=int, default=1, help="jobs at once")
     parser.add_argument("--port", type=int, default=29500, help="MASTER_PORT of job 0")
     parser.add_argument("--timeout_s", type=float, default=120)
+    parser.add_argument("--max_seconds", type=float, default=0,
+                        help="start no launch after this long (0: no limit); the line "
+                             "then says how many ran")
     parser.add_argument("--expect", choices=["pass", "fail"], default="pass")
     parser.add_argument("--ok_text", default="step ok", help="each rank prints this")
     parser.add_argument("--fail_text", default=".", help="--expect=fail: output matches")
@@ -195,7 +198,10 @@ def main() -> int:
     times = []
     shown = 0
     done = 0
+    began_all = time.monotonic()
     while done < args.runs:
+        if args.max_seconds and time.monotonic() - began_all > args.max_seconds:
+            break
         batch = min(args.concurrent, args.runs - done)
         launches = [start(args, command, args.port + 100 * j) for j in range(batch)]
         for procs, scratch, began in launches:
@@ -210,11 +216,14 @@ def main() -> int:
     label = args.launcher + (f" ({args.agents} agents)" if args.launcher == "torchrun-c10d"
                              else "")
     expectation = " (failure expected)" if args.expect == "fail" else ""
-    print(f"{label} {args.backend} {args.nproc} ranks: {args.runs} launches "
+    if not times:
+        print(f"{label} {args.backend} {args.nproc} ranks: no launch within --max_seconds")
+        return 1
+    print(f"{label} {args.backend} {args.nproc} ranks: {done} launches "
           f"({args.concurrent} at a time){expectation}: {counts['passed']} passed, "
           f"{counts['failed']} failed, {counts['hung']} hung; median "
           f"{statistics.median(times):.1f} s, max {max(times):.1f} s", flush=True)
-    return 0 if counts["passed"] == args.runs else 1
+    return 0 if counts["passed"] == done else 1
 
 
 if __name__ == "__main__":

@@ -1,19 +1,30 @@
-// Making process groups: from a launcher's environment (torchrun, Slurm), or explicitly
-// from a rank, a world size and a store or NCCL unique id.
+// Making process groups: from a launcher's environment (torchrun, mpirun, Slurm), or
+// explicitly from a rank, a world size and a store or NCCL unique id.
 //
 //   // Under `torchrun --no-python --nproc_per_node=2 ./train`:
 //   GENESIS_ASSIGN_OR_RETURN(auto gpus, ProcessGroupFromEnvironment(Backend::kNccl));
 //   GENESIS_ASSIGN_OR_RETURN(auto cpus, ProcessGroupFromEnvironment(Backend::kGloo));
 //
-// NCCL groups from the environment bootstrap through NCCL itself: NCCL_COMM_ID is set to
-// MASTER_ADDR:(MASTER_PORT + 1) (GENESIS_NCCL_PORT overrides the port; an NCCL_COMM_ID
-// already set is kept), where rank 0 serves NCCL's bootstrap; torchrun's own store
-// keeps MASTER_PORT. The GPU is cuda:LOCAL_RANK. Gloo groups from the environment meet
-// in a file store: GENESIS_STORE_DIR, or, when every rank is on this host, a directory
-// under /tmp named after the run id and master address (ranks on several hosts need
-// GENESIS_STORE_DIR on a shared file system). GENESIS_DISTRIBUTED_TIMEOUT (seconds)
-// overrides GroupOptions::timeout, GENESIS_NCCL_BLOCKING=0|1 nccl_blocking and
-// GENESIS_NCCL_REGISTER=0|1 nccl_register_buffers.
+// Groups from the environment keep to their own job (launch_env.h's job key): nothing
+// of an earlier or concurrent job reaches them.
+//  - NCCL: the world bootstraps through NCCL itself. Rank 0 serves NCCL's bootstrap
+//    root at MASTER_ADDR:(MASTER_PORT + 1) (GENESIS_NCCL_PORT overrides the port; an
+//    NCCL_COMM_ID the user set is kept); torchrun's own store keeps MASTER_PORT. The
+//    id's bootstrap magic is derived from the job key (nccl/bootstrap_id.h), so the
+//    root turns away ranks of other jobs. NCCL_COMM_ID is set only while the world
+//    group is made. The GPU is cuda:LOCAL_RANK. Before anything connects: MASTER_ADDR
+//    must resolve, rank 0 must be able to listen on the root's port, and LOCAL_RANK
+//    must name a visible GPU; each failure names the variable.
+//  - Gloo: the ranks meet in a file store in <GENESIS_STORE_DIR or /tmp>/
+//    genesis-rendezvous-<job key>-<MASTER_ADDR>-<MASTER_PORT> (ranks on several hosts
+//    need GENESIS_STORE_DIR on a shared file system), which rank 0 removes when its
+//    group is destroyed (the group's creation ends with a barrier, so every rank has
+//    read the store by then).
+// GENESIS_DISTRIBUTED_TIMEOUT (seconds) overrides GroupOptions::timeout,
+// GENESIS_NCCL_BLOCKING=0|1 nccl_blocking and GENESIS_NCCL_REGISTER=0|1
+// nccl_register_buffers. A group that cannot form fails on every rank within the
+// timeout, naming what it waited for (the ranks missing from the store, or the NCCL
+// bootstrap root's address).
 //
 // An engine that has its own channel (or runs beside PyTorch) makes the NCCL id itself
 // (NewNcclUniqueId on rank 0), hands the bytes to every rank, and calls
@@ -92,7 +103,8 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateNcclGroup(
 // build without NCCL.
 absl::StatusOr<nccl_backend::RegistrationStats> NcclBufferRegistration(ProcessGroup& group);
 
-// The world group of a job started by torchrun or Slurm (launch_env.h), for `backend`.
+// The world group of a job started by torchrun, mpirun or Slurm (launch_env.h), for
+// `backend`.
 absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroupFromEnvironment(
     Backend backend, const GroupOptions& options = {});
 

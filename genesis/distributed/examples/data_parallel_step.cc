@@ -16,12 +16,14 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "genesis/core/absl_compat.h"
 #include "genesis/core/status.h"
 #include "genesis/distributed/bucketed.h"
 #include "genesis/distributed/process_group_factory.h"
@@ -29,6 +31,9 @@
 
 ABSL_FLAG(std::string, backend, "nccl", "nccl (GPU storages) or gloo (CPU storages)");
 ABSL_FLAG(int, gradients, 1000, "gradients per step");
+ABSL_FLAG(bool, every_op, false,
+          "after the step, run and check every other operation too (reduce, reduce_scatter, "
+          "all_to_all, send/recv around the ring, barrier, all_reduce with min, max, prod)");
 ABSL_FLAG(int, kill_rank, -1, "this rank kills itself (SIGKILL) after the all_reduce");
 ABSL_FLAG(int, kill_attempt, 0, "...in this attempt (TORCHELASTIC_RESTART_COUNT) only");
 
@@ -94,6 +99,92 @@ absl::Status Step(dist::ProcessGroup& world) {
   return absl::OkStatus();
 }
 
+// A float32 storage of `n` elements holding f(i) on the group's device.
+absl::StatusOr<Storage> Make(dist::ProcessGroup& world, int64_t n,
+                             const std::function<float(int64_t)>& f) {
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = f(i);
+  return genesis::storage::CreateStorage(values.data(), {n}, DType::kFloat32, world.device());
+}
+
+// InternalError naming `what` unless `s` holds f(i) everywhere.
+absl::Status Expect(const Storage& s, const std::function<float(int64_t)>& f,
+                    const std::string& what) {
+  GENESIS_ASSIGN_OR_RETURN(std::vector<float> v, s.ToVector<float>());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != f(static_cast<int64_t>(i))) {
+      return absl::InternalError(absl::StrCat(what, ": element ", i, " holds ", v[i],
+                                              ", expected ", f(static_cast<int64_t>(i))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Finish(absl::StatusOr<dist::Work> work) {
+  GENESIS_RETURN_IF_ERROR(work.status());
+  return work->Wait();
+}
+
+// Every operation of the group once, each result checked (--every_op).
+absl::Status EveryOp(dist::ProcessGroup& world) {
+  const int r = world.rank();
+  const int n = world.size();
+  constexpr int64_t kChunk = 4099;  // Odd, so no operation gets a round size.
+  for (dist::ReduceOp op : {dist::ReduceOp::kMin, dist::ReduceOp::kMax, dist::ReduceOp::kProd}) {
+    GENESIS_ASSIGN_OR_RETURN(Storage x, Make(world, kChunk, [&](int64_t i) {
+                               return static_cast<float>(1 + (r + i) % 3);
+                             }));
+    GENESIS_RETURN_IF_ERROR(Finish(world.AllReduce(x, op)));
+    GENESIS_RETURN_IF_ERROR(Expect(
+        x,
+        [&](int64_t i) {
+          float acc = op == dist::ReduceOp::kProd ? 1 : (op == dist::ReduceOp::kMin ? 9 : 0);
+          for (int q = 0; q < n; ++q) {
+            const float v = static_cast<float>(1 + (q + i) % 3);
+            acc = op == dist::ReduceOp::kProd ? acc * v
+                  : op == dist::ReduceOp::kMin ? std::min(acc, v)
+                                               : std::max(acc, v);
+          }
+          return acc;
+        },
+        absl::StrCat("all_reduce (", genesis::ToAbsl(dist::ReduceOpName(op)), ")")));
+  }
+  const float ranks_sum = n * (n - 1) / 2.0f;
+  GENESIS_ASSIGN_OR_RETURN(Storage red, Make(world, kChunk, [&](int64_t i) { return r + i % 7; }));
+  GENESIS_RETURN_IF_ERROR(Finish(world.Reduce(red, n - 1, dist::ReduceOp::kSum)));
+  GENESIS_RETURN_IF_ERROR(Expect(
+      red, [&](int64_t i) { return r == n - 1 ? ranks_sum + n * (i % 7) : r + i % 7; },
+      "reduce to the last rank"));
+  GENESIS_ASSIGN_OR_RETURN(Storage whole,
+                           Make(world, kChunk * n, [&](int64_t i) { return r + i; }));
+  GENESIS_ASSIGN_OR_RETURN(Storage mine, Make(world, kChunk, [](int64_t) { return 0; }));
+  GENESIS_RETURN_IF_ERROR(Finish(world.ReduceScatter(whole, mine, dist::ReduceOp::kSum)));
+  GENESIS_RETURN_IF_ERROR(Expect(
+      mine, [&](int64_t i) { return ranks_sum + n * static_cast<float>(r * kChunk + i); },
+      "reduce_scatter"));
+  // all_to_all: chunk j of rank r holds 100 r + j; chunk i received comes from rank i.
+  GENESIS_ASSIGN_OR_RETURN(Storage out_a, Make(world, kChunk * n, [&](int64_t i) {
+                             return static_cast<float>(100 * r + i / kChunk);
+                           }));
+  GENESIS_ASSIGN_OR_RETURN(Storage in_a, Make(world, kChunk * n, [](int64_t) { return -1; }));
+  GENESIS_RETURN_IF_ERROR(Finish(world.AllToAll(out_a, in_a)));
+  GENESIS_RETURN_IF_ERROR(Expect(
+      in_a, [&](int64_t i) { return static_cast<float>(100 * (i / kChunk) + r); },
+      "all_to_all"));
+  if (n > 1) {  // Around the ring: send to the next rank, receive from the previous one.
+    GENESIS_ASSIGN_OR_RETURN(Storage send, Make(world, kChunk, [&](int64_t i) { return r * 1000 + i; }));
+    GENESIS_ASSIGN_OR_RETURN(Storage recv, Make(world, kChunk, [](int64_t) { return -1; }));
+    const int next = (r + 1) % n;
+    const int prev = (r + n - 1) % n;
+    std::vector<dist::StoragePeerOp> ops = {{dist::PeerOp::Kind::kSend, send, next, 5},
+                                            {dist::PeerOp::Kind::kRecv, recv, prev, 5}};
+    GENESIS_RETURN_IF_ERROR(Finish(world.SendRecv(ops)));
+    GENESIS_RETURN_IF_ERROR(
+        Expect(recv, [&](int64_t i) { return prev * 1000.0f + i; }, "send/recv ring"));
+  }
+  return Finish(world.Barrier());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,8 +198,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   absl::Status status = Step(**world);
-  std::printf("rank %d of %d (%s on %s): %s\n", (*world)->rank(), (*world)->size(),
+  if (status.ok() && absl::GetFlag(FLAGS_every_op)) status = EveryOp(**world);
+  std::printf("rank %d of %d (%s on %s): %s%s\n", (*world)->rank(), (*world)->size(),
               (*world)->backend().c_str(), (*world)->device().ToString().c_str(),
-              status.ok() ? "data-parallel step ok" : status.ToString().c_str());
+              status.ok() ? "data-parallel step ok" : status.ToString().c_str(),
+              status.ok() && absl::GetFlag(FLAGS_every_op) ? " (and every operation)" : "");
   return status.ok() ? 0 : 1;
 }

@@ -29,8 +29,8 @@ DistributedReport CollectDistributedReport(const distributed::EnvLookup& lookup,
 std::string FormatDistributedReport(const DistributedReport& report);
 
 // {"launcher", "rank", "world_size", "local_rank", "local_world_size", "master_addr",
-// "master_port", "run_id", "job_key", "job_key_unique"} when launched, {"launcher": null, "reason": ...} otherwise;
-// plus "nccl" and "gloo" versions.
+// "master_port", "run_id", "job_key", "job_key_unique"} when launched,
+// {"launcher": null, "reason": ...} otherwise; plus "nccl" and "gloo" versions.
 nlohmann::json DistributedReportToJson(const DistributedReport& report);
 
 }  // namespace genesis::cli

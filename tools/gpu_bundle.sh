@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the GPU tests, the benchmarks and the `genesis` command for a GPU machine (-c opt,
-# libstdc++/libgcc/abseil/cudart linked statically) and packs them, with the one shared
-# library such a machine lacks (Debian's libbenchmark), into gpu_bundle/ (git-ignored).
+# abseil and cudart linked statically; libstdc++ and libgcc shared, as Debian's libgloo
+# needs) and packs them, with the shared libraries such a machine lacks (Debian's
+# libbenchmark, libgloo and its dependencies), into gpu_bundle/ (git-ignored).
 # There, `gpu_bundle/run_gpu_tests.sh` runs every GPU test and ends with
 # "N passed, N failed", and `gpu_bundle/genesis bench --out=DIR` runs the benchmark suite.
 # NCCL is not packed (it is large): the machine's own is used.

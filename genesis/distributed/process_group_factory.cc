@@ -148,6 +148,8 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NcclWorld(const LaunchEnv& env,
     // process (NewNcclUniqueId) are random again.
     ScopedEnv comm_id("NCCL_COMM_ID", root);
     GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, NewNcclUniqueId());
+    // An NCCL whose id layout is unknown keeps its own (fixed) magic: the job still
+    // forms, only without the protection from other jobs' ranks.
     absl::StatusOr<std::vector<char>> own = nccl_backend::WithBootstrapMagic(
         id, StableHash(absl::StrCat(env.job_key, "@", root)) | 1);
     group = CreateNcclGroup(env.rank, env.world_size, Device::Cuda(env.local_rank),

@@ -35,7 +35,7 @@ install -m 755 "$bin/tools/genesis/genesis" "$out/genesis"
 install -m 755 "$bin/genesis/distributed/data_parallel_step" "$out/data_parallel_step"
 # Launch checks: the stress check of launchers, and a genesis rank beside CuPy's NCCL.
 install -m 755 "$bin/genesis/distributed/join_nccl_id" "$out/join_nccl_id"
-install -m 755 tools/launch_stress.py tools/nccl_interop_peer.py "$out/"
+install -m 755 tools/launch_stress.py tools/nccl_interop_peer.py tools/launch_checks_gpu.sh "$out/"
 # The memory profiler example (its picture script is built in; matplotlib draws it).
 install -m 755 "$bin/examples/profile_memory/profile_memory" "$out/profile_memory"
 for t in $tests; do copy "$t" "$out/tests"; done

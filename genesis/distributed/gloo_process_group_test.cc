@@ -1,6 +1,7 @@
 // Process groups over Gloo between forked processes on the loopback: every operation
 // with known results, every dtype, uneven sizes, bad input, faults and sub-groups.
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -290,6 +291,83 @@ TEST(GlooGroupTest, BadWorldIsRefused) {
   EXPECT_EQ(Store::File("").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Store::File("/proc/genesis-cannot-be-here").status().code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+TEST(GlooGroupTest, TheLastMemberOfASharedStoreRemovesIt) {
+  const std::string dir = FreshDirectory("shared-store");
+  auto first = Store::File(dir, /*shared=*/true);
+  auto second = Store::File(dir, /*shared=*/true);
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_TRUE((*first)->Set("key", std::vector<char>{'x'}).ok());
+  first->reset();
+  EXPECT_TRUE(std::filesystem::exists(dir)) << "removed while a member still uses it";
+  EXPECT_TRUE((*second)->Get("key", absl::Seconds(1)).ok());
+  second->reset();
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  // Not shared: the directory stays.
+  const std::string kept = FreshDirectory("kept-store");
+  { auto store = Store::File(kept); }
+  EXPECT_TRUE(std::filesystem::exists(kept));
+}
+
+// A member killed before it could leave does not keep the directory, and what it wrote
+// is not read by the next job that opens the directory.
+TEST(GlooGroupTest, KeysOfDeadMembersAreClearedAndDoNotKeepTheStore) {
+  const std::string dir = FreshDirectory("dead-member");
+  std::vector<RankOutcome> dead = RunRanks(1, absl::Seconds(30), [&](int) {
+    auto store = Store::File(dir, /*shared=*/true);
+    if (!store.ok()) return std::string(store.status().ToString());
+    if (!(*store)->Set("rank_1", std::vector<char>{'o', 'l', 'd'}).ok()) return std::string("set");
+    _exit(0);  // No destructor: as if killed.
+  });
+  ASSERT_TRUE(dead[0].ok()) << dead[0].Describe();
+  ASSERT_TRUE(std::filesystem::exists(dir));
+  auto next = Store::File(dir, /*shared=*/true);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((*next)->Get("rank_1", absl::Milliseconds(100)).status().code(),
+            absl::StatusCode::kDeadlineExceeded)
+      << "a dead member's key was read by the next job";
+  ASSERT_TRUE((*next)->Set("rank_1", std::vector<char>{'n', 'e', 'w'}).ok());
+  next->reset();
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+// Rank 0 leaves early (its world group destroyed) while ranks 1 and 2 form a sub-group
+// through the world's store: the store must outlive rank 0's group.
+TEST(GlooGroupTest, ASubGroupFormsAfterRankZeroLeft) {
+  const std::string dir = FreshDirectory("early-leaver");
+  std::vector<RankOutcome> outcomes = RunRanks(3, absl::Seconds(60), [&](int rank) {
+    auto lookup = [&](std::string_view name) -> std::optional<std::string> {
+      if (name == "RANK" || name == "LOCAL_RANK") return std::to_string(rank);
+      if (name == "WORLD_SIZE" || name == "LOCAL_WORLD_SIZE") return std::string("3");
+      if (name == "MASTER_ADDR") return std::string("127.0.0.1");
+      if (name == "MASTER_PORT") return std::string("29500");
+      if (name == "GENESIS_STORE_DIR") return dir;
+      if (name == "GENESIS_RUN_ID") return std::string("early-leaver");
+      if (name == "GENESIS_DISTRIBUTED_TIMEOUT") return std::string("20");
+      return std::nullopt;
+    };
+    auto env = ParseLaunchEnv(lookup);
+    if (!env.ok()) return std::string(env.status().ToString());
+    auto world = ProcessGroupFromEnvironment(Backend::kGloo, *env, lookup);
+    if (!world.ok()) return std::string(world.status().ToString());
+    GENESIS_ASSIGN_OR_TEXT(barrier, (*world)->Barrier());
+    GENESIS_RETURN_IF_BAD(barrier.Wait());
+    if (rank == 0) {
+      world->reset();  // Leaves before the others form their sub-group.
+      return std::string();
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+    auto pair = (*world)->Split({1, 2}, "late");
+    if (!pair.ok()) return std::string(pair.status().ToString());
+    GENESIS_ASSIGN_OR_TEXT(s, Filled(3, DType::kFloat32, [&](int64_t i) { return rank + i; }));
+    GENESIS_ASSIGN_OR_TEXT(w, (*pair)->AllReduce(s, ReduceOp::kSum));
+    GENESIS_RETURN_IF_BAD(w.Wait());
+    return Check(s, [](int64_t i) { return 3 + 2 * i; }, "all_reduce of the late sub-group");
+  });
+  for (const RankOutcome& o : outcomes) EXPECT_TRUE(o.ok()) << o.Describe();
+  // Every rank is gone: the last one removed the job's store.
+  EXPECT_FALSE(std::filesystem::exists(dir + "/genesis-rendezvous-early-leaver-127.0.0.1-29500"));
 }
 
 TEST(GlooGroupTest, OneRankWorldNeedsNoPeers) {

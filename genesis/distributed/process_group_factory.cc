@@ -165,7 +165,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NcclWorld(const LaunchEnv& env,
 }
 
 // The Gloo world group of a launched job: a file store private to the job
-// (process_group_factory.h), removed by rank 0 when its group goes.
+// (process_group_factory.h), removed by the last rank whose group goes.
 absl::StatusOr<std::unique_ptr<ProcessGroup>> GlooWorld(const LaunchEnv& env,
                                                         const EnvLookup& lookup,
                                                         GroupOptions options) {
@@ -185,26 +185,19 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> GlooWorld(const LaunchEnv& env,
       absl::StrCat(base, "/genesis-rendezvous-", env.job_key, "-", env.master_addr, "-",
                    env.master_port);
   GENESIS_ASSIGN_OR_RETURN(std::shared_ptr<Store> store,
-                           Store::File(directory, /*remove_when_done=*/env.rank == 0));
+                           Store::File(directory, /*shared=*/true));
   if (options.gloo_hostname.empty()) {
     options.gloo_hostname =
         lookup("GENESIS_GLOO_HOST").value_or(env.single_host() ? "127.0.0.1" : ThisHost());
   }
   absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
       CreateGlooGroup(env.rank, env.world_size, std::move(store), options);
-  if (group.ok()) {
-    // Every rank has read the store once this barrier passes: rank 0 may then remove it
-    // as soon as its group goes.
-    absl::StatusOr<Work> barrier = (*group)->Barrier();
-    absl::Status passed = barrier.ok() ? barrier->Wait() : barrier.status();
-    if (!passed.ok()) return passed;
-  }
   if (!group.ok() && !env.job_key_unique) {
     return absl::Status(
         group.status().code(),
         absl::StrCat(group.status().message(), " [job key '", env.job_key,
-                     "' may repeat from one launch to the next: an earlier job that "
-                     "ended early can leave its keys in ", directory,
+                     "' may repeat from one launch to the next: a job with the same key "
+                     "still running meets this one in ", directory,
                      "; set GENESIS_RUN_ID to a new value per launch]"));
   }
   return group;

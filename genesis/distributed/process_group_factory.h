@@ -17,9 +17,9 @@
 //    must name a visible GPU; each failure names the variable.
 //  - Gloo: the ranks meet in a file store in <GENESIS_STORE_DIR or /tmp>/
 //    genesis-rendezvous-<job key>-<MASTER_ADDR>-<MASTER_PORT> (ranks on several hosts
-//    need GENESIS_STORE_DIR on a shared file system), which rank 0 removes when its
-//    group is destroyed (the group's creation ends with a barrier, so every rank has
-//    read the store by then).
+//    need GENESIS_STORE_DIR on a shared file system). The ranks are its members
+//    (Store::File's `shared`): the first finding none alive clears what an earlier job
+//    with the same key left, and the last to destroy its world group removes it.
 // GENESIS_DISTRIBUTED_TIMEOUT (seconds) overrides GroupOptions::timeout,
 // GENESIS_NCCL_BLOCKING=0|1 nccl_blocking and GENESIS_NCCL_REGISTER=0|1
 // nccl_register_buffers. A group that cannot form fails on every rank within the

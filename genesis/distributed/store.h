@@ -30,13 +30,17 @@ namespace genesis::distributed {
 
 class Store {
  public:
-  // A store on `directory`, created (with its parents) if missing. With
-  // `remove_when_done`, the directory and everything in it is removed when the store
-  // is destroyed (by the one rank that owns the rendezvous, once its group is gone).
-  // InvalidArgument for an empty path; PermissionDenied or the system's error, naming
-  // the path, if it cannot be created or written.
+  // A store on `directory`, created (with its parents) if missing. A `shared` store's
+  // directory belongs to the group whose ranks open it (one Store per rank, in any
+  // processes or hosts that see the directory): each member holds a shared flock on a
+  // lock file in it while its Store lives (the kernel drops the lock of a process that
+  // dies). The first member to find no other alive removes what earlier members left,
+  // before writing anything; the last to go removes the directory, so no rank loses
+  // the store while another still uses it (to form sub-groups, say). InvalidArgument
+  // for an empty path; PermissionDenied or the system's error, naming the path, if it
+  // cannot be created, written or locked.
   static absl::StatusOr<std::shared_ptr<Store>> File(const std::string& directory,
-                                                     bool remove_when_done = false);
+                                                     bool shared = false);
 
   // A store in this process's memory, for ranks that are threads of one process.
   static std::shared_ptr<Store> Hash();
@@ -60,11 +64,16 @@ class Store {
 
  private:
   Store(std::unique_ptr<gloo::rendezvous::Store> store, std::string description,
-        std::string remove_when_done);
+        std::string directory, int lock_fd);
+
+  // Takes a member's shared lock on `directory`'s lock file (clearing what no live
+  // member holds first); the file descriptor that holds it.
+  static absl::StatusOr<int> JoinMembers(const std::string& directory);
 
   std::unique_ptr<gloo::rendezvous::Store> store_;
   std::string description_;
-  std::string remove_when_done_;  // The directory to remove, or "".
+  std::string directory_;  // Of a file store; "" for a hash store.
+  int lock_fd_ = -1;       // A shared store's member lock; -1 otherwise.
 };
 
 }  // namespace genesis::distributed

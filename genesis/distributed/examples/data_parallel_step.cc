@@ -10,9 +10,14 @@
 // every value, and runs a broadcast and an all_gather of its parameters. Prints one line
 // per rank and exits non-zero if anything was wrong.
 //
+// --every_op then runs every other operation once and checks each result (reduce,
+// reduce_scatter, all_to_all, send/recv around the ring, barrier, all_reduce with min,
+// max and prod), as the launch checks across hosts do.
+//
 // Faults on purpose: --kill_rank=R makes rank R kill itself (SIGKILL) after the
 // all_reduce, in the attempt --kill_attempt (torchrun's TORCHELASTIC_RESTART_COUNT; 0
 // by default), so that the others meet a dead peer mid-step and a restarted job does not.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>

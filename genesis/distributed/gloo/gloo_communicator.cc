@@ -347,9 +347,6 @@ class GlooCommunicator final : public Communicator {
   std::thread waiter_;
 };
 
-// Gloo's TCP pairs write with writev(2), which raises SIGPIPE when a peer has died; its
-// default action would kill this process instead of letting the write fail with EPIPE
-// and the operation turn into an error. A handler the program installed is kept.
 // Gloo's rendezvous reads the store with Gloo's default timeout (30 s) whatever the
 // group's: this store waits for the group's timeout instead, and says which ranks did
 // not join (connectFullMesh's keys are the ranks' numbers).
@@ -388,6 +385,9 @@ class TimedStore final : public gloo::rendezvous::Store {
   const std::string description_;
 };
 
+// Gloo's TCP pairs write with writev(2), which raises SIGPIPE when a peer has died; its
+// default action would kill this process instead of letting the write fail with EPIPE
+// and the operation turn into an error. A handler the program installed is kept.
 void IgnoreSigpipeUnlessHandled() {
   static const bool once = [] {
     struct sigaction current {};

@@ -9,8 +9,6 @@
 #include <cuda_runtime_api.h>
 
 #include "absl/cleanup/cleanup.h"
-
-#include "genesis/cuda/device_guard.h"
 #include "genesis/cuda/event.h"
 #include "genesis/cuda/stream.h"
 #include "genesis/cuda/test_util.h"

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "genesis/core/dtype.h"
+#include "genesis/core/status.h"
 #include "genesis/distributed/bucketed.h"
 #include "genesis/distributed/process_group.h"
 #include "genesis/distributed/process_group_factory.h"
@@ -87,6 +88,25 @@ TEST_P(AllReduceTest, EveryDTypeAndReduction) {
 INSTANTIATE_TEST_SUITE_P(Ranks, AllReduceTest, ::testing::Values(2, 3, 4));
 
 // ---- The other collectives, on 3 ranks (an odd count).
+
+// The Gloo world of rank `rank` of `size` from torchrun's variables set by hand (one
+// host, a store under `store_dir`, a 20 s timeout; GENESIS_RUN_ID if `run_id` is given).
+absl::StatusOr<std::unique_ptr<ProcessGroup>> GlooWorldByHand(int rank, int size,
+                                                              const std::string& store_dir,
+                                                              const std::string& run_id) {
+  auto lookup = [=](std::string_view name) -> std::optional<std::string> {
+    if (name == "RANK" || name == "LOCAL_RANK") return std::to_string(rank);
+    if (name == "WORLD_SIZE" || name == "LOCAL_WORLD_SIZE") return std::to_string(size);
+    if (name == "MASTER_ADDR") return std::string("127.0.0.1");
+    if (name == "MASTER_PORT") return std::string("29500");
+    if (name == "GENESIS_STORE_DIR") return store_dir;
+    if (name == "GENESIS_RUN_ID" && !run_id.empty()) return run_id;
+    if (name == "GENESIS_DISTRIBUTED_TIMEOUT") return std::string("20");
+    return std::nullopt;
+  };
+  GENESIS_ASSIGN_OR_RETURN(LaunchEnv env, ParseLaunchEnv(lookup));
+  return ProcessGroupFromEnvironment(Backend::kGloo, env, lookup);
+}
 
 TEST(GlooGroupTest, BroadcastReduceAndBarrier) {
   RunGroup(3, [](ProcessGroup& group) -> std::string {
@@ -337,19 +357,7 @@ TEST(GlooGroupTest, KeysOfDeadMembersAreClearedAndDoNotKeepTheStore) {
 TEST(GlooGroupTest, ASubGroupFormsAfterRankZeroLeft) {
   const std::string dir = FreshDirectory("early-leaver");
   std::vector<RankOutcome> outcomes = RunRanks(3, absl::Seconds(60), [&](int rank) {
-    auto lookup = [&](std::string_view name) -> std::optional<std::string> {
-      if (name == "RANK" || name == "LOCAL_RANK") return std::to_string(rank);
-      if (name == "WORLD_SIZE" || name == "LOCAL_WORLD_SIZE") return std::string("3");
-      if (name == "MASTER_ADDR") return std::string("127.0.0.1");
-      if (name == "MASTER_PORT") return std::string("29500");
-      if (name == "GENESIS_STORE_DIR") return dir;
-      if (name == "GENESIS_RUN_ID") return std::string("early-leaver");
-      if (name == "GENESIS_DISTRIBUTED_TIMEOUT") return std::string("20");
-      return std::nullopt;
-    };
-    auto env = ParseLaunchEnv(lookup);
-    if (!env.ok()) return std::string(env.status().ToString());
-    auto world = ProcessGroupFromEnvironment(Backend::kGloo, *env, lookup);
+    auto world = GlooWorldByHand(rank, 3, dir, "early-leaver");
     if (!world.ok()) return std::string(world.status().ToString());
     GENESIS_ASSIGN_OR_TEXT(barrier, (*world)->Barrier());
     GENESIS_RETURN_IF_BAD(barrier.Wait());
@@ -455,18 +463,7 @@ TEST(GlooGroupTest, AbortFailsPendingAndLaterOperations) {
 TEST(GlooGroupTest, FromTorchrunEnvironment) {
   const std::string dir = FreshDirectory("env-store");
   std::vector<RankOutcome> outcomes = RunRanks(2, absl::Seconds(60), [&](int rank) {
-    auto lookup = [&](std::string_view name) -> std::optional<std::string> {
-      if (name == "RANK" || name == "LOCAL_RANK") return std::to_string(rank);
-      if (name == "WORLD_SIZE" || name == "LOCAL_WORLD_SIZE") return std::string("2");
-      if (name == "MASTER_ADDR") return std::string("127.0.0.1");
-      if (name == "MASTER_PORT") return std::string("29500");
-      if (name == "GENESIS_STORE_DIR") return dir;
-      if (name == "GENESIS_DISTRIBUTED_TIMEOUT") return std::string("20");
-      return std::nullopt;
-    };
-    auto env = ParseLaunchEnv(lookup);
-    if (!env.ok()) return std::string(env.status().ToString());
-    auto group = ProcessGroupFromEnvironment(Backend::kGloo, *env, lookup);
+    auto group = GlooWorldByHand(rank, 2, dir, /*run_id=*/"");
     if (!group.ok()) return std::string(group.status().ToString());
     if ((*group)->rank() != rank || (*group)->size() != 2) return std::string("wrong rank");
     if ((*group)->info().timeout != absl::Seconds(20)) return std::string("timeout not read");

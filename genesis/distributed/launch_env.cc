@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -130,6 +131,20 @@ absl::StatusOr<int> DerivedPort(const EnvLookup& lookup, const LaunchEnv& env) {
   return 20000 + static_cast<int>(StableHash(env.job_key) % 20000);
 }
 
+// Checks `env`'s ranks, then fills in the rendezvous address (MasterAddr, DerivedPort,
+// which need the checked ranks and the job key) and checks the port: for launchers that
+// may leave MASTER_ADDR and MASTER_PORT out.
+absl::StatusOr<LaunchEnv> WithRendezvous(const EnvLookup& lookup, LaunchEnv env,
+                                         std::string_view launcher,
+                                         const VariableNames& names) {
+  env.master_port = kDefaultPort;  // A valid stand-in while the ranks are checked.
+  GENESIS_RETURN_IF_ERROR(Validate(env, names));
+  GENESIS_ASSIGN_OR_RETURN(env.master_addr, MasterAddr(lookup, env, launcher));
+  GENESIS_ASSIGN_OR_RETURN(env.master_port, DerivedPort(lookup, env));
+  GENESIS_RETURN_IF_ERROR(Validate(env, names));
+  return env;
+}
+
 // Sets env.job_key from GENESIS_RUN_ID, or from `launcher_key` (unique or not).
 void SetJobKey(const EnvLookup& lookup, LaunchEnv& env, std::string_view launcher_key,
                bool unique) {
@@ -197,16 +212,9 @@ absl::StatusOr<LaunchEnv> FromOpenMpi(const EnvLookup& lookup) {
   env.run_id = lookup("OMPI_MCA_ess_base_jobid").value_or(lookup("PMIX_NAMESPACE").value_or(""));
   SetJobKey(lookup, env, env.run_id.empty() ? "" : absl::StrCat("ompi.", env.run_id),
             /*unique=*/true);
-  env.master_port = kDefaultPort;  // Checked below, once the address is known.
-  GENESIS_RETURN_IF_ERROR(Validate(env, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                                         "OMPI_COMM_WORLD_LOCAL_RANK",
-                                         "OMPI_COMM_WORLD_LOCAL_SIZE"}));
-  GENESIS_ASSIGN_OR_RETURN(env.master_addr, MasterAddr(lookup, env, kLauncher));
-  GENESIS_ASSIGN_OR_RETURN(env.master_port, DerivedPort(lookup, env));
-  GENESIS_RETURN_IF_ERROR(Validate(env, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                                         "OMPI_COMM_WORLD_LOCAL_RANK",
-                                         "OMPI_COMM_WORLD_LOCAL_SIZE"}));
-  return env;
+  return WithRendezvous(lookup, std::move(env), kLauncher,
+                        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                         "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"});
 }
 
 absl::StatusOr<LaunchEnv> FromSlurm(const EnvLookup& lookup) {
@@ -227,12 +235,7 @@ absl::StatusOr<LaunchEnv> FromSlurm(const EnvLookup& lookup) {
   SetJobKey(lookup, env,
             env.run_id.empty() ? "" : absl::StrCat("slurm.", env.run_id, ".r", restart),
             /*unique=*/true);
-  env.master_port = kDefaultPort;  // Checked below, once the address is known.
-  GENESIS_RETURN_IF_ERROR(Validate(env, names));
-  GENESIS_ASSIGN_OR_RETURN(env.master_addr, MasterAddr(lookup, env, kLauncher));
-  GENESIS_ASSIGN_OR_RETURN(env.master_port, DerivedPort(lookup, env));
-  GENESIS_RETURN_IF_ERROR(Validate(env, names));
-  return env;
+  return WithRendezvous(lookup, std::move(env), kLauncher, names);
 }
 
 // InvalidArgument naming both variables when `ours` (set) differs from `theirs`.

@@ -1,7 +1,5 @@
 #include "genesis/distributed/nccl/nccl_communicator.h"
 
-#include <dlfcn.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +19,7 @@
 #include "genesis/core/absl_compat.h"
 #include "genesis/core/status.h"
 #include "genesis/cuda/device_guard.h"
+#include "genesis/cuda/device_query.h"
 #include "genesis/cuda/internal/check.h"
 #include "genesis/distributed/internal/group_health.h"
 #include "genesis/distributed/internal/work_state.h"
@@ -644,11 +643,9 @@ absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator& communi
 }
 
 std::string NcclLibrary() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) == 0 || info.dli_fname == nullptr) {
-    return "";
-  }
-  return info.dli_fname;
+  // The device query's probe opens libnccl.so.2 by name, which is the library this
+  // process already runs with.
+  return cuda::GetVersions().nccl_library;
 }
 
 absl::Status CheckRequestedLibrary() {

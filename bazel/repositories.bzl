@@ -13,6 +13,7 @@ so a consumer may bring its own abseil or GoogleTest.
 
 load("//third_party/absl:system_absl.bzl", "system_absl")
 load("//third_party/cuda:cuda_configure.bzl", "cuda_configure")
+load("//third_party/python:system_python.bzl", "system_python")
 load("//third_party/systemlibs:system_library.bzl", "system_library")
 
 def _linked_files_impl(rctx):
@@ -112,5 +113,13 @@ def genesis_dependencies():
         debian_package = "libgloo-dev",
         headers = ["gloo/allreduce.h", "gloo/rendezvous/file_store.h"],
         libraries = ["libgloo.so.0"],
+    )
+    _maybe(system_python, name = "system_python")
+    _maybe(
+        system_library,
+        name = "pybind11",
+        build_file = _label("third_party/systemlibs:pybind11.BUILD"),
+        debian_package = "pybind11-dev",
+        headers = ["pybind11/pybind11.h"],
     )
     _maybe(cuda_configure, name = "local_config_cuda")

@@ -103,7 +103,8 @@ fi
 wait  # The stress streams.
 log "stress streams done"
 
-# Two "hosts" of G/2 GPUs each.
+# Two "hosts" of G/2 GPUs each. Both engines' NCCL use the loopback interface
+# (NCCL_SOCKET_IFNAME=lo), so the busbw rows compare the same path.
 h=$((G / 2))
 CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((G - 1))) timeout 100 python3 "$B/launch_stress.py" \
   --launcher=torchrun-c10d --agents=2 --gpus_per_agent="$h" --fake_hosts --backend=nccl \
@@ -115,7 +116,7 @@ two_hosts() {  # two_hosts TAG COMMAND...: one torchrun agent per "host"
   shift
   for a in 0 1; do
     CUDA_VISIBLE_DEVICES=$(seq -s, $((a * h)) $((a * h + h - 1))) NCCL_HOSTID=genesis-node-$a \
-      NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET timeout 80 torchrun --nnodes=2 --nproc_per_node="$h" \
+      NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET timeout 80 torchrun --nnodes=2 --nproc_per_node="$h" \
       --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:32400 --rdzv-id="$id" "$@" > "$W/${tag}_host$a.log" 2>&1 &
   done
   wait

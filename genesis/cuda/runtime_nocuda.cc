@@ -88,6 +88,10 @@ absl::Status WaitEvent(CUstream_st* /*stream*/, const Event& /*event*/) {
   return NoCudaSupportError("make a CUDA stream wait for an event");
 }
 
+absl::Status SynchronizeDevice(int /*device*/) {
+  return NoCudaSupportError("synchronize a CUDA device");
+}
+
 // event.h (no Event can be created, so every Event is empty.)
 
 absl::StatusOr<Event> Event::Create(int device, bool /*timing*/) {

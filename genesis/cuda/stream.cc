@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "genesis/core/status.h"
 #include "genesis/cuda/device_guard.h"
+#include "genesis/cuda/device_query.h"
 #include "genesis/cuda/event.h"
 #include "genesis/cuda/internal/check.h"
 #include "genesis/cuda/internal/common.h"
@@ -92,6 +93,12 @@ absl::Status WaitEvent(CUstream_st* stream, const Event& event) {
   return CudaStatus(cudaStreamWaitEvent(stream, event.native(), 0),
                     absl::StrCat("cudaStreamWaitEvent(event of cuda:", event.device(), ")"),
                     event.device());
+}
+
+absl::Status SynchronizeDevice(int device) {
+  GENESIS_RETURN_IF_ERROR(CheckDeviceIndex(device));
+  GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(device));
+  return CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device);
 }
 
 }  // namespace genesis::cuda

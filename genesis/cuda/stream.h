@@ -96,6 +96,12 @@ class Stream {
 // FailedPrecondition if `event` is empty or in the CPU-only build.
 absl::Status WaitEvent(CUstream_st* stream, const Event& event);
 
+// Blocks until all work queued on CUDA device `device` (every stream) has completed
+// (cudaDeviceSynchronize); returns the first error of that work as a status naming the
+// device. OutOfRange if the device does not exist; FailedPrecondition in the CPU-only
+// build. The calling thread's current device is unchanged.
+absl::Status SynchronizeDevice(int device);
+
 }  // namespace genesis::cuda
 
 #endif  // GENESIS_CUDA_STREAM_H_

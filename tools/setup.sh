@@ -17,6 +17,8 @@ readonly PACKAGES=(
   python3-matplotlib                                             # plots of genesis bench
   libgloo-dev                                                    # CPU collectives
   openmpi-bin                                                    # mpirun launch tests
+  python3-dev pybind11-dev                                       # the Python package
+  python3-numpy python3-venv python3-wheel python3-setuptools    # its tests and wheel
 )
 
 check_only=0

@@ -53,8 +53,10 @@ from genesis._memory import (  # noqa: F401,E402
     check_memory_leaks,
     detailed_memory_stats,
     empty_cache,
+    enable_memory_debugging,
     enable_memory_profiling,
     memory_stats,
+    set_memory_debug,
 )
 
 bool = _genesis.bool  # noqa: A001  (genesis.bool, as torch.bool)

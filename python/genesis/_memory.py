@@ -94,6 +94,14 @@ def enable_memory_profiling(enabled: bool = True, stacks: bool = True) -> None:
         _profiling = None
 
 
+def set_memory_debug(enabled: bool = True) -> None:
+    """enable_memory_profiling(enabled) with call stacks: the documents' other name."""
+    enable_memory_profiling(enabled, stacks=True)
+
+
+enable_memory_debugging = set_memory_debug
+
+
 class Leak:
     """Memory allocated while profiling and still held: where, how much, how often."""
 

@@ -51,10 +51,11 @@ class MemoryProfile:
 
     def peak_memory(self, pool: Optional[str] = None) -> int:
         """The highest allocated bytes seen during the recording: of the pool named
-        ``pool`` ('cpu', 'cuda:0', 'pinned', ...), or the largest of any pool."""
+        ``pool`` ('cpu', 'cuda:0', or a full label such as 'cpu/host'), or the largest of
+        any pool."""
         pools = self.summary().get("pools", [])
         peaks = [p["peak_allocated"] for p in pools
-                 if pool is None or p["pool"] == pool or p["pool"].startswith(pool + " ")]
+                 if pool is None or p["pool"] == pool or p["pool"].startswith(pool + "/")]
         if pool is not None and not peaks:
             raise ValueError(f"no pool named {pool!r} in the recording "
                              f"({[p.get('pool') for p in pools]})")

@@ -33,11 +33,14 @@ PyObject* ExceptionFor(absl::StatusCode code) {
 }  // namespace
 
 void RegisterErrors(py::module_& module) {
+  // A MemoryError, and a RuntimeError as torch.OutOfMemoryError is, so that code written
+  // for either catches it.
+  py::tuple bases = py::make_tuple(py::handle(PyExc_MemoryError), py::handle(PyExc_RuntimeError));
   out_of_memory_error = PyErr_NewExceptionWithDoc(
       "genesis._genesis.OutOfMemoryError",
       "A memory pool could not serve an allocation; the message says which pool, how "
       "much was asked and what it holds.",
-      PyExc_MemoryError, nullptr);
+      bases.ptr(), nullptr);
   if (out_of_memory_error == nullptr) throw py::error_already_set();
   module.attr("OutOfMemoryError") = py::handle(out_of_memory_error);
 }

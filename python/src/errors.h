@@ -1,6 +1,7 @@
 // How the extension module turns genesis's absl::Status errors into Python exceptions.
 //
-//   ResourceExhausted                 genesis.OutOfMemoryError (a MemoryError)
+//   ResourceExhausted                 genesis.OutOfMemoryError (a MemoryError and a
+//                                     RuntimeError, like torch.OutOfMemoryError)
 //   InvalidArgument, OutOfRange       ValueError
 //   DeadlineExceeded                  TimeoutError
 //   Unimplemented                     NotImplementedError

@@ -75,6 +75,7 @@ class FactoryTest(unittest.TestCase):
         with self.assertRaises(genesis.OutOfMemoryError) as caught:
             genesis.empty(1 << 58, dtype=genesis.uint8)
         self.assertIsInstance(caught.exception, MemoryError)
+        self.assertIsInstance(caught.exception, RuntimeError)
         self.assertIn("cpu", str(caught.exception))
 
 

@@ -33,8 +33,17 @@ int64_t ToInt(py::handle value, const char* what) {
 Device ToDevice(py::handle value) {
   if (value.is_none()) return Device::Cpu();
   if (py::isinstance<Device>(value)) return value.cast<Device>();
-  if (py::isinstance<py::str>(value)) {
-    return Unwrap(Device::Parse(value.cast<std::string>()));
+  if (PyUnicode_Check(value.ptr())) {
+    // Factories are called with the same string again and again ('cuda'): the last one
+    // parsed is kept (the GIL is held, so no lock is needed).
+    static PyObject* last = nullptr;
+    static Device last_device;
+    if (last != nullptr && PyUnicode_Compare(last, value.ptr()) == 0) return last_device;
+    const Device device = Unwrap(Device::Parse(value.cast<std::string>()));
+    Py_XDECREF(last);
+    last = value.inc_ref().ptr();
+    last_device = device;
+    return device;
   }
   // torch.device and the like print as their name.
   if (py::hasattr(value, "type") && py::hasattr(value, "index")) {

@@ -54,6 +54,45 @@ DType DTypeOr(py::handle dtype, DType otherwise) {
   return dtype.is_none() ? otherwise : ToDType(dtype);
 }
 
+// The keywords of empty, zeros and ones, read straight from the call's dict: pybind11's
+// own keyword matching costs more than the allocation it precedes.
+struct FactoryKeywords {
+  DType dtype = DType::kFloat32;
+  Device device;
+  StorageOptions options;
+};
+
+FactoryKeywords ReadKeywords(const py::kwargs& keywords, const char* function) {
+  FactoryKeywords k;
+  if (keywords.empty()) return k;
+  static PyObject* const kNames[] = {
+      PyUnicode_InternFromString("dtype"), PyUnicode_InternFromString("device"),
+      PyUnicode_InternFromString("pinned"), PyUnicode_InternFromString("alignment"),
+      PyUnicode_InternFromString("stream")};
+  PyObject* key = nullptr;
+  PyObject* value = nullptr;
+  Py_ssize_t position = 0;
+  while (PyDict_Next(keywords.ptr(), &position, &key, &value)) {
+    int which = 0;
+    while (which < 5 && key != kNames[which] && PyUnicode_Compare(key, kNames[which]) != 0) {
+      ++which;
+    }
+    const py::handle v(value);
+    switch (which) {
+      case 0: k.dtype = DTypeOr(v, DType::kFloat32); break;
+      case 1: k.device = ToDevice(v); break;
+      case 2: k.options.pinned = PyObject_IsTrue(value) == 1; break;
+      case 3: k.options.alignment = v.cast<size_t>(); break;
+      case 4: k.options.stream = ToStream(v); break;
+      default:
+        PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", function,
+                     key);
+        throw py::error_already_set();
+    }
+  }
+  return k;
+}
+
 // The process's generator for rand, randn and randint (genesis.manual_seed sets it).
 struct Generator {
   std::mutex mu;
@@ -179,15 +218,12 @@ void RegisterFactories(py::module_& m) {
   // Each factory takes the shape as separate ints or one tuple or list.
   m.def(
       "empty",
-      [](py::args shape, py::handle dtype, py::handle device, bool pinned, size_t alignment,
-         py::handle stream) {
-        return Unwrap(storage::Empty(ToShape(shape), DTypeOr(dtype, DType::kFloat32),
-                                     ToDevice(device), Options(pinned, alignment, stream)));
+      [](py::args shape, py::kwargs keywords) {
+        const FactoryKeywords k = ReadKeywords(keywords, "empty");
+        return Unwrap(storage::Empty(ToShape(shape), k.dtype, k.device, k.options));
       },
-      py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-      py::arg("pinned") = false, py::arg("alignment") = 0, py::arg("stream") = py::none(),
-      "A storage of the shape with uninitialised elements (float32 on the CPU by default), "
-      "drawn from the device's pool.");
+      "empty(*shape, dtype=float32, device=None, pinned=False, alignment=0, stream=None): "
+      "a storage of the shape with uninitialised elements, drawn from the device's pool.");
   m.def(
       "full",
       [](py::handle shape, double value, py::handle dtype, py::handle device, bool pinned,
@@ -200,16 +236,17 @@ void RegisterFactories(py::module_& m) {
       py::arg("stream") = py::none(), "A storage of the shape with every element fill_value.");
   for (const auto& [name, value] : {std::pair{"zeros", 0.0}, std::pair{"ones", 1.0}}) {
     const double fill = value;
+    const char* function = name;
     m.def(
         name,
-        [fill](py::args shape, py::handle dtype, py::handle device, bool pinned, size_t alignment,
-               py::handle stream) {
-          return Unwrap(storage::Full(ToShape(shape), fill, DTypeOr(dtype, DType::kFloat32),
-                                      ToDevice(device), Options(pinned, alignment, stream)));
+        [fill, function](py::args shape, py::kwargs keywords) {
+          const FactoryKeywords k = ReadKeywords(keywords, function);
+          return Unwrap(storage::Full(ToShape(shape), fill, k.dtype, k.device, k.options));
         },
-        py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-        py::arg("pinned") = false, py::arg("alignment") = 0, py::arg("stream") = py::none(),
-        fill == 0 ? "A storage of the shape filled with 0." : "A storage of the shape filled with 1.");
+        fill == 0 ? "zeros(*shape, dtype=float32, device=None, pinned=False, alignment=0, "
+                    "stream=None): a storage of the shape filled with 0."
+                  : "ones(*shape, dtype=float32, device=None, pinned=False, alignment=0, "
+                    "stream=None): a storage of the shape filled with 1.");
   }
   m.def(
       "arange",

@@ -59,6 +59,8 @@ class FactoryTest(unittest.TestCase):
             genesis.zeros(2, 3.5)
         with self.assertRaisesRegex(ValueError, "alignment"):
             genesis.empty(4, alignment=3)
+        with self.assertRaisesRegex(TypeError, "zeros.. got an unexpected keyword argument 'shape'"):
+            genesis.zeros(4, shape=3)
         with self.assertRaisesRegex(ValueError, "high"):
             genesis.randint(5, 5, (2,))
         self.assertEqual(live_bytes(), before)

@@ -5,6 +5,11 @@ libraries (third_party/systemlibs). The interpreter is Debian's /usr/bin/python3
 GENESIS_PYTHON names another; its include directory becomes `@system_python//:headers`,
 and `@system_python//:defs.bzl` says which interpreter and version they belong to, so the
 extension, its tests and the wheel agree on one Python.
+
+To build the extension for a Python this machine does not run (the GPU machines' 3.12,
+say), GENESIS_PYTHON_INCLUDE names a copy of that Python's include directory (with its
+real pyconfig.h); the version is read from its patchlevel.h. Tests of such a build run
+where that Python is.
 """
 
 _QUERY = """
@@ -21,6 +26,15 @@ def _system_python_impl(rctx):
         fail("cannot run %s (set GENESIS_PYTHON to a Python 3 interpreter): %s" %
              (python, result.stderr))
     include, version, executable = result.stdout.strip().split("\n")
+    other = rctx.os.environ.get("GENESIS_PYTHON_INCLUDE", "")
+    if other:
+        include = other
+        patchlevel = rctx.path(include + "/patchlevel.h")
+        if not patchlevel.exists:
+            fail("GENESIS_PYTHON_INCLUDE=%s has no patchlevel.h" % include)
+        for line in rctx.read(patchlevel).splitlines():
+            if line.startswith("#define PY_VERSION "):
+                version = ".".join(line.split('"')[1].split(".")[:2])
     if not rctx.path(include + "/Python.h").exists:
         fail("%s/Python.h is missing: install python3-dev (tools/setup.sh)" % include)
     rctx.symlink(include, "include")
@@ -40,6 +54,6 @@ cc_library(
 system_python = repository_rule(
     implementation = _system_python_impl,
     local = True,
-    environ = ["GENESIS_PYTHON"],
+    environ = ["GENESIS_PYTHON", "GENESIS_PYTHON_INCLUDE"],
     doc = "The headers of the Python that the extension module is built for.",
 )

@@ -3,6 +3,8 @@
 # abseil and cudart linked statically; libstdc++ and libgcc shared, as Debian's libgloo
 # needs) and packs them, with the shared libraries such a machine lacks (Debian's
 # libbenchmark, libgloo and its dependencies), into gpu_bundle/ (git-ignored).
+# Set GENESIS_PYTHON_INCLUDE to the GPU machines' Python headers to build the Python
+# package for them (see below).
 # There, `gpu_bundle/run_gpu_tests.sh` runs every GPU test and ends with
 # "N passed, N failed", and `gpu_bundle/genesis bench --out=DIR` runs the benchmark suite.
 # NCCL is not packed (it is large): the machine's own is used.
@@ -64,6 +66,20 @@ install -m 755 "$pyext_bin/tools/dlpack/libgenesis_dlpack_c.so" "$out/dlpack/"
 ldd "$out/dlpack/libgenesis_dlpack_c.so" | awk '/libabsl_/ {print $3}' |
   xargs -I{} cp -L {} "$out/dlpack/"
 install -m 755 tools/dlpack/torch_roundtrip.py "$out/dlpack/"
+
+# The Python package (python/genesis, its tests and overhead benchmark), with the shared
+# abseil libraries its extension links. Built for the Python whose headers
+# GENESIS_PYTHON_INCLUDE names (the GPU machines' 3.12: third_party/python), else for
+# this machine's. There: PYTHONPATH=gpu_bundle/python python3 -m unittest discover
+#   -s gpu_bundle/python/tests -p '*_test.py'
+bazel build "${flags[@]}" //python/genesis:_genesis
+mkdir -p "$out/python/genesis" "$out/python/tests"
+install -m 644 python/genesis/*.py "$out/python/genesis/"
+install -m 755 "$bin/python/genesis/_genesis.so" "$out/python/genesis/"
+ldd "$out/python/genesis/_genesis.so" | awk '/libabsl_/ {print $3}' |
+  xargs -I{} cp -L {} "$out/python/genesis/"
+install -m 644 python/tests/*_test.py "$out/python/tests/"
+install -m 755 python/benchmarks/overhead_benchmark.py "$out/python/"
 
 # What travels is the compressed archive (the binaries shrink about threefold).
 tar czf gpu_bundle.tgz "$out"

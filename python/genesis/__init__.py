@@ -46,7 +46,7 @@ from genesis._genesis import (  # noqa: F401  (the dtypes)
     int64,
     uint8,
 )
-from genesis import cuda, memory_manager, profiler  # noqa: F401,E402
+from genesis import cuda, distributed, memory_manager, profiler  # noqa: F401,E402
 from genesis._memory import (  # noqa: F401,E402
     DetailedMemoryStats,
     MemoryStats,

@@ -13,6 +13,7 @@ void RegisterDLPack(pybind11::module_& m);     // __dlpack__, from_dlpack (dlpac
 void RegisterFactories(pybind11::module_& m);  // empty, zeros, ..., create_storage
 void RegisterMemory(pybind11::module_& m);     // pools' statistics (memory_py.cc)
 void RegisterProfiler(pybind11::module_& m);   // ProfileMemory (profiler_py.cc)
+void RegisterDistributed(pybind11::module_& m);  // process groups (distributed_py.cc)
 
 }  // namespace genesis::python
 

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_genesis, m) {
   genesis::python::RegisterFactories(m);
   genesis::python::RegisterMemory(m);
   genesis::python::RegisterProfiler(m);
+  genesis::python::RegisterDistributed(m);
 }

@@ -30,6 +30,7 @@ from genesis._genesis import (  # noqa: F401  (re-exported)
     full,
     manual_seed,
     ones,
+    pinned_memory_stats,
     rand,
     randint,
     randn,

@@ -70,7 +70,7 @@ absl::Status Work::status() const {
   return state_->result();
 }
 
-const std::string& Work::description() const { return state_->description(); }
+std::string Work::description() const { return state_->description(); }
 
 void Work::Retain(std::shared_ptr<const void> object) const {
   state_->Retain(std::move(object));

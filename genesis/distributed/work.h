@@ -57,7 +57,7 @@ class Work {
 
   // What the operation is, e.g. "all_reduce of 1048576 x float32 (sum) in gloo group
   // 'world' (rank 0 of 4)".
-  const std::string& description() const;
+  std::string description() const;
 
   // Keeps `object` alive until the operation has finished (drops it at once if it has):
   // how buffers stay valid while a collective uses them.

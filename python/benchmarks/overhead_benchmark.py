@@ -8,7 +8,8 @@ Rows (microseconds per call, median of --repeat runs of --number calls each):
       cupy.empty from its memory pool; numpy.empty on the CPU);
   memory_stats(): genesis's Device.memory_stats() and torch.cuda.memory_stats();
   dlpack round trip: genesis -> torch -> genesis (torch.from_dlpack, genesis.from_dlpack),
-      checked to keep the data pointer (no copy).
+      checked to keep the data pointer (no copy), each half alone, and the same exchange
+      between libraries that are not genesis (torch -> torch, cupy -> torch -> cupy).
 Libraries that are not installed are left out of the table.
 """
 
@@ -74,6 +75,15 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise SystemExit("dlpack round trip copied the data")
         row("dlpack genesis>torch>genesis", "genesis",
             lambda: genesis.from_dlpack(torch.from_dlpack(s)))
+        t = torch.from_dlpack(s)
+        row("dlpack genesis>torch", "genesis", lambda: torch.from_dlpack(s))
+        row("dlpack torch>genesis", "genesis", lambda: genesis.from_dlpack(t))
+        u = torch.empty(256, device=dev)
+        row("dlpack torch>torch", "torch", lambda: torch.from_dlpack(u))
+        if cuda and cupy is not None:
+            c = cupy.empty(256, dtype=cupy.float32)
+            row("dlpack cupy>torch>cupy", "cupy",
+                lambda: cupy.from_dlpack(torch.from_dlpack(c)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

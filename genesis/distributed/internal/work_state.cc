@@ -54,7 +54,7 @@ absl::Status WorkState::result() {
 }
 
 void WorkState::Finish(absl::Status status) {
-  std::vector<std::shared_ptr<const void>> released;
+  absl::InlinedVector<std::shared_ptr<const void>, 2> released;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 
@@ -27,7 +28,10 @@ class WorkState {
   WorkState(const WorkState&) = delete;
   WorkState& operator=(const WorkState&) = delete;
 
-  const std::string& description() const { return description_; }
+  // What the operation is, for messages: the text given to the constructor, unless a
+  // backend formats it on demand (so that an operation costs no formatting unless an
+  // error or a caller asks).
+  virtual std::string description() const { return description_; }
 
   // True once finished. For polled states, checks once.
   bool Done();
@@ -56,7 +60,9 @@ class WorkState {
   std::condition_variable cv_;
   bool done_ = false;
   absl::Status status_;
-  std::vector<std::shared_ptr<const void>> retained_;
+  // Inline: an operation retains one or two objects, and a vector allocated for them on
+  // every operation.
+  absl::InlinedVector<std::shared_ptr<const void>, 2> retained_;
 };
 
 }  // namespace genesis::distributed::internal

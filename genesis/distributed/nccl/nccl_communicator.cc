@@ -8,6 +8,7 @@
 #include <list>
 #include <vector>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -80,6 +81,36 @@ ncclRedOp_t NcclOp(ReduceOp op) {
 std::string DescribeBuffer(const Buffer& b) {
   return absl::StrCat(b.count, " x ", ToAbsl(DTypeName(b.dtype)));
 }
+
+// What an operation is, kept as values and put into words only when an error or a
+// caller asks: formatting it on every call cost more than NCCL's own call.
+struct OpSummary {
+  OpSummary() = default;
+  explicit OpSummary(const char* name) : name(name) {}
+  OpSummary(const char* name, const Buffer& buffer, std::optional<ReduceOp> op = std::nullopt,
+            const char* peer_words = nullptr, int peer = -1)
+      : name(name), has_buffer(true), buffer(buffer), op(op), peer_words(peer_words), peer(peer) {}
+
+  const char* name = "";
+  // The buffer described ("4 x float32"); none for a barrier.
+  bool has_buffer = false;
+  Buffer buffer;
+  std::optional<ReduceOp> op;
+  // " to rank " / " from rank " and the peer or root, when there is one.
+  const char* peer_words = nullptr;
+  int peer = -1;
+  // Batches of sends and receives, described when they are issued (they are rarer).
+  std::string text;
+
+  std::string ToString() const {
+    if (!text.empty()) return text;
+    if (!has_buffer) return name;
+    std::string s = absl::StrCat(name, " of ", DescribeBuffer(buffer));
+    if (op.has_value()) absl::StrAppend(&s, " (", ToAbsl(ReduceOpName(*op)), ")");
+    if (peer_words != nullptr) absl::StrAppend(&s, peer_words, peer);
+    return s;
+  }
+};
 
 // The NCCL communicator itself, shared by the group and its works (which may outlive
 // the group): destroyed when the last of them goes.
@@ -264,18 +295,27 @@ struct Comm {
 // an error or the timeout has passed.
 class NcclWorkState final : public WorkState {
  public:
-  NcclWorkState(std::string description, std::shared_ptr<Comm> comm, cudaEvent_t event)
-      : WorkState(std::move(description), Kind::kPolled),
+  NcclWorkState(OpSummary summary, std::shared_ptr<Comm> comm, cudaEvent_t event)
+      : WorkState(std::string(), Kind::kPolled),
+        summary_(std::move(summary)),
         comm_(std::move(comm)),
         event_(event),
         deadline_(absl::Now() + comm_->info.timeout) {}
   ~NcclWorkState() override {
-    // An event still pending (the operation was abandoned after an error) is not reused.
-    if (cudaEventQuery(event_) == cudaSuccess) {
-      comm_->ReturnEvent(event_);
-    } else {
+    // The event goes back to the communicator even while it is pending: the next
+    // operation records it again, which is all it is used for, and nothing else waits
+    // on it (querying it here cost a driver call per operation, and destroying pending
+    // ones made every pipelined operation create a new event). A failed group's events
+    // may never complete, so they are destroyed.
+    if (comm_->health.failed()) {
       cudaEventDestroy(event_);
+    } else {
+      comm_->ReturnEvent(event_);
     }
+  }
+
+  std::string description() const override {
+    return absl::StrCat(summary_.ToString(), " in ", comm_->info.Describe());
   }
 
  protected:
@@ -319,6 +359,7 @@ class NcclWorkState final : public WorkState {
   }
 
  private:
+  const OpSummary summary_;
   std::shared_ptr<Comm> comm_;
   cudaEvent_t event_;
   const absl::Time deadline_;
@@ -387,15 +428,14 @@ class NcclCommunicator final : public Communicator {
 
   absl::StatusOr<Work> AllReduce(const Buffer& b, ReduceOp op) override {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
-    return Issue(absl::StrCat("all_reduce of ", DescribeBuffer(b), " (",
-                              ToAbsl(ReduceOpName(op)), ")"),
+    return Issue(OpSummary("all_reduce", b, op),
                  b.stream, {b}, [&](ncclComm_t c) {
                    return ncclAllReduce(b.data, b.data, b.count, type, NcclOp(op), c, b.stream);
                  });
   }
 
   absl::StatusOr<Work> Broadcast(const Buffer& b, int root) override {
-    return Issue(absl::StrCat("broadcast of ", DescribeBuffer(b), " from rank ", root),
+    return Issue(OpSummary("broadcast", b, std::nullopt, " from rank ", root),
                  b.stream, {b}, [&](ncclComm_t c) {
                    return ncclBroadcast(b.data, b.data, b.bytes(), ncclUint8, root, c, b.stream);
                  });
@@ -403,8 +443,7 @@ class NcclCommunicator final : public Communicator {
 
   absl::StatusOr<Work> Reduce(const Buffer& b, int root, ReduceOp op) override {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
-    return Issue(absl::StrCat("reduce of ", DescribeBuffer(b), " (", ToAbsl(ReduceOpName(op)),
-                              ") to rank ", root),
+    return Issue(OpSummary("reduce", b, op, " to rank ", root),
                  b.stream, {b}, [&](ncclComm_t c) {
                    return ncclReduce(b.data, b.data, b.count, type, NcclOp(op), root, c,
                                      b.stream);
@@ -412,7 +451,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> AllGather(const Buffer& in, const Buffer& out) override {
-    return Issue(absl::StrCat("all_gather of ", DescribeBuffer(in)), in.stream, {in, out},
+    return Issue(OpSummary("all_gather", in), in.stream, {in, out},
                  [&](ncclComm_t c) {
                    return ncclAllGather(in.data, out.data, in.bytes(), ncclUint8, c, in.stream);
                  });
@@ -421,8 +460,7 @@ class NcclCommunicator final : public Communicator {
   absl::StatusOr<Work> ReduceScatter(const Buffer& in, const Buffer& out,
                                      ReduceOp op) override {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(in.dtype));
-    return Issue(absl::StrCat("reduce_scatter of ", DescribeBuffer(in), " (",
-                              ToAbsl(ReduceOpName(op)), ")"),
+    return Issue(OpSummary("reduce_scatter", in, op),
                  in.stream, {in, out}, [&](ncclComm_t c) {
                    return ncclReduceScatter(in.data, out.data, out.count, type, NcclOp(op), c,
                                             in.stream);
@@ -432,7 +470,7 @@ class NcclCommunicator final : public Communicator {
   absl::StatusOr<Work> AllToAll(const Buffer& in, const Buffer& out) override {
     const int n = comm_->info.size;
     const size_t chunk = in.bytes() / n;
-    return Issue(absl::StrCat("all_to_all of ", DescribeBuffer(in)), in.stream, {in, out},
+    return Issue(OpSummary("all_to_all", in), in.stream, {in, out},
                  [&](ncclComm_t c) {
                    ncclResult_t r = ncclGroupStart();
                    for (int peer = 0; peer < n && r == ncclSuccess; ++peer) {
@@ -449,12 +487,19 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> SendRecv(absl::Span<const PeerOp> ops) override {
-    std::string what = ops.size() == 1 ? "" : absl::StrCat("batch of ", ops.size(), ": ");
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const PeerOp& op = ops[i];
-      const bool send = op.kind == PeerOp::Kind::kSend;
-      absl::StrAppend(&what, i == 0 ? "" : ", ", send ? "send of " : "recv of ",
-                      DescribeBuffer(op.buffer), send ? " to rank " : " from rank ", op.peer);
+    OpSummary what;
+    if (ops.size() == 1) {
+      const bool send = ops[0].kind == PeerOp::Kind::kSend;
+      what = OpSummary(send ? "send" : "recv", ops[0].buffer, std::nullopt,
+                       send ? " to rank " : " from rank ", ops[0].peer);
+    } else {
+      what.text = absl::StrCat("batch of ", ops.size(), ": ");
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const PeerOp& op = ops[i];
+        const bool send = op.kind == PeerOp::Kind::kSend;
+        absl::StrAppend(&what.text, i == 0 ? "" : ", ", send ? "send of " : "recv of ",
+                        DescribeBuffer(op.buffer), send ? " to rank " : " from rank ", op.peer);
+      }
     }
     CUstream_st* stream = ops.front().buffer.stream;
     for (const PeerOp& op : ops) {
@@ -466,7 +511,7 @@ class NcclCommunicator final : public Communicator {
     std::vector<Buffer> buffers;
     buffers.reserve(ops.size());
     for (const PeerOp& op : ops) buffers.push_back(op.buffer);
-    return Issue(what, stream, buffers, [&](ncclComm_t c) {
+    return Issue(std::move(what), stream, buffers, [&](ncclComm_t c) {
       ncclResult_t r = ncclGroupStart();
       for (const PeerOp& op : ops) {
         if (r != ncclSuccess) break;
@@ -485,7 +530,7 @@ class NcclCommunicator final : public Communicator {
                                cuda::DeviceGuard::Create(comm_->info.device.index()));
       GENESIS_CUDA_RETURN_IF_ERROR(cudaMalloc(&barrier_buffer_, sizeof(float)));
     }
-    return Issue("barrier", nullptr, {}, [&](ncclComm_t c) {
+    return Issue(OpSummary("barrier"), nullptr, {}, [&](ncclComm_t c) {
       return ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, c,
                            nullptr);
     });
@@ -550,10 +595,11 @@ class NcclCommunicator final : public Communicator {
   // registering the pieces of `buffers` that need it, and returns a Work that completes
   // with the stream's work.
   template <typename Call>
-  absl::StatusOr<Work> Issue(const std::string& what, CUstream_st* stream,
+  absl::StatusOr<Work> Issue(OpSummary what, CUstream_st* stream,
                              absl::Span<const Buffer> buffers, Call&& call) {
     GENESIS_RETURN_IF_ERROR(comm_->health.Check());
-    const std::string description = absl::StrCat(what, " in ", comm_->info.Describe());
+    // Put into words only on the error paths below.
+    auto description = [&] { return absl::StrCat(what.ToString(), " in ", comm_->info.Describe()); };
     GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
                              cuda::DeviceGuard::Create(comm_->info.device.index()));
     comm_->PrepareBuffers(buffers);
@@ -564,18 +610,19 @@ class NcclCommunicator final : public Communicator {
       if (comm_->comm == nullptr) {
         issued = comm_->health.Check();
       } else {
-        issued = comm_->Issued(call(comm_->comm), description);
+        const ncclResult_t result = call(comm_->comm);
+        if (result != ncclSuccess) issued = comm_->Issued(result, description());
       }
     }
     if (issued.ok()) issued = cuda::CudaStatus(cudaEventRecord(event, stream),
                                                          "cudaEventRecord");
     if (!issued.ok()) {
       comm_->ReturnEvent(event);
-      absl::Status error(issued.code(), absl::StrCat(description, " failed: ", issued.message()));
+      absl::Status error(issued.code(), absl::StrCat(description(), " failed: ", issued.message()));
       comm_->Fail(error);
       return error;
     }
-    auto state = std::make_shared<NcclWorkState>(description, comm_, event);
+    auto state = std::make_shared<NcclWorkState>(std::move(what), comm_, event);
     Watchdogs().Watch(state);
     return Work(state);
   }

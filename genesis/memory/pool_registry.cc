@@ -142,4 +142,10 @@ absl::Status SetDefaultAllocConfig(const AllocConfig& config) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<AllocConfig> DefaultAllocConfig() {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return ConfigLocked(r);
+}
+
 }  // namespace genesis::memory

@@ -68,6 +68,10 @@ absl::Status ReleaseCachedMemory();
 // if a pool already exists (its settings cannot change under live blocks).
 absl::Status SetDefaultAllocConfig(const AllocConfig& config);
 
+// The settings the next pool made will get: SetDefaultAllocConfig's, else those of
+// GENESIS_ALLOC_CONF (its InvalidArgument if it does not parse).
+absl::StatusOr<AllocConfig> DefaultAllocConfig();
+
 namespace internal {
 
 // Implemented per build (cuda_pools.cc, cuda_pools_nocuda.cc).

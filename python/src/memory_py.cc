@@ -13,6 +13,7 @@
 #include "genesis/core/device.h"
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/stream.h"
+#include "genesis/memory/alloc_config.h"
 #include "genesis/memory/caching_allocator.h"
 #include "genesis/memory/memory_stats.h"
 #include "genesis/memory/pool_registry.h"
@@ -245,6 +246,18 @@ void RegisterMemory(py::module_& m) {
 
   m.def("pinned_memory_stats", [] { return StatsDict(Unwrap(memory::PinnedHostPool())->Stats()); },
         "memory_stats() of the pinned host pool (needs a GPU).");
+  m.def(
+      "set_alloc_config",
+      [](const std::string& text) {
+        memory::AllocConfig config = Unwrap(memory::DefaultAllocConfig());
+        config = Unwrap(memory::ParseAllocConfig(text, config));
+        ThrowIfError(memory::SetDefaultAllocConfig(config));
+        return memory::FormatAllocConfig(config);
+      },
+      py::arg("conf"),
+      "Settings (GENESIS_ALLOC_CONF's syntax, on top of the current ones) for pools not yet "
+      "made; returns every setting. ValueError naming a key or value that does not parse; "
+      "RuntimeError once a pool exists.");
   m.def("release_cached_memory", [] {
     WithoutGil([&] { return memory::ReleaseCachedMemory(); });
   }, "empty_cache() of every pool of the process.");

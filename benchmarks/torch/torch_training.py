@@ -8,7 +8,10 @@ Models are built from their configurations (no downloads), with random data, Ada
 bf16 autocast: GPT-2 small (transformers) at batch 8 x 1024 tokens, the same with a
 sequence length drawn from 64-1024 at every step (the same draws for every allocator),
 and ResNet-50 (torchvision) at batch 64 x 224 x 224. Each (model, allocator) pair runs in
-a fresh process, since the allocator is chosen before CUDA starts. Printed per run: peak
+a fresh process, since the allocator is chosen before CUDA starts. Under torchrun, a
+worker (--worker MODEL ALLOCATOR) trains data-parallel with DDP, one GPU per rank:
+    torchrun --nproc_per_node=2 torch_training.py --worker gpt2 genesis
+Printed per run: peak
 reserved and peak allocated (each allocator's own count), their ratio, the most memory
 the driver reported in use (cudaMemGetInfo, sampled after every step: the common
 yardstick), and the median step time after --warmup steps.
@@ -28,15 +31,21 @@ MODELS = ["gpt2", "gpt2_random_length", "resnet50"]
 ALLOCATORS = ["torch", "torch_expandable", "genesis"]
 
 
-def worker(model: str, allocator: str, steps: int, warmup: int) -> dict:
+def worker(model: str, allocator: str, steps: int, warmup: int, genesis_conf: str) -> dict:
     if allocator == "torch_expandable":
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     import random
     import torch
     if allocator == "genesis":
         import genesis.torch as gt
-        gt.use_as_allocator()
-    device = torch.device("cuda:0")
+        gt.use_as_allocator(conf=genesis_conf or None)
+    # Under torchrun: data-parallel (DDP over NCCL), one GPU per rank.
+    distributed = "LOCAL_RANK" in os.environ
+    rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{rank}")
+    torch.cuda.set_device(device)
+    if distributed:
+        torch.distributed.init_process_group("nccl", device_id=device)
     torch.manual_seed(0)
     draws = random.Random(0)
     if model.startswith("gpt2"):
@@ -56,6 +65,8 @@ def worker(model: str, allocator: str, steps: int, warmup: int) -> dict:
             x = torch.randn(64, 3, 224, 224, device=device)
             y = torch.randint(0, 1000, (64,), device=device)
             return lambda: loss_fn(net(x), y)
+    if distributed:
+        net = torch.nn.parallel.DistributedDataParallel(net, device_ids=[rank])
     optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4)
     times, used = [], 0
     for step in range(warmup + steps):
@@ -74,10 +85,14 @@ def worker(model: str, allocator: str, steps: int, warmup: int) -> dict:
         used = max(used, total - free)
         del loss, forward
     if allocator == "genesis":
-        reserved, allocated = gt.max_memory_reserved(), gt.max_memory_allocated()
+        reserved, allocated = gt.max_memory_reserved(rank), gt.max_memory_allocated(rank)
     else:
         reserved, allocated = torch.cuda.max_memory_reserved(), torch.cuda.max_memory_allocated()
+    if distributed:
+        torch.distributed.destroy_process_group()
     return {"model": model, "allocator": allocator, "steps": steps,
+            "ranks": int(os.environ.get("WORLD_SIZE", "1")), "rank": rank,
+            "genesis_conf": genesis_conf if allocator == "genesis" else "",
             "peak_reserved": reserved, "peak_allocated": allocated,
             "ratio": reserved / allocated, "max_used": used,
             "median_step_ms": statistics.median(times) * 1e3,
@@ -90,12 +105,15 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--allocators", default=",".join(ALLOCATORS))
+    parser.add_argument("--genesis_conf", default="",
+                        help="GENESIS_ALLOC_CONF-style settings of genesis's pools")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--worker", nargs=2, metavar=("MODEL", "ALLOCATOR"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(*args.worker, args.steps, args.warmup)), flush=True)
+        print(json.dumps(worker(*args.worker, args.steps, args.warmup, args.genesis_conf)),
+              flush=True)
         return 0
     rows = []
     gib = float(1 << 30)
@@ -105,7 +123,8 @@ def main() -> int:
         for allocator in args.allocators.split(","):
             done = subprocess.run(
                 [sys.executable, __file__, "--worker", model, allocator,
-                 f"--steps={args.steps}", f"--warmup={args.warmup}"],
+                 f"--steps={args.steps}", f"--warmup={args.warmup}",
+                 f"--genesis_conf={args.genesis_conf}"],
                 capture_output=True, text=True)
             lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
             if done.returncode != 0 or not lines:

@@ -67,7 +67,11 @@ def launch(program, size, extra_env=None, timeout=90):
         procs.append(subprocess.Popen([sys.executable, "-c", program], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True))
-    return [(p.wait(timeout=timeout), p.stdout.read()) for p in procs]
+    results = []
+    for p in procs:
+        out, _ = p.communicate(timeout=timeout)
+        results.append((p.returncode, out))
+    return results
 
 
 class DistributedTest(unittest.TestCase):

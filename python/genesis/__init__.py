@@ -19,10 +19,15 @@ from typing import Any, Dict, Optional, Union
 
 from genesis import _genesis
 from genesis._genesis import (  # noqa: F401  (re-exported)
+    BatchStorage,
     Device,
+    PendingCopy,
     OutOfMemoryError,
     Storage,
     arange,
+    batch_copy,
+    copy_storage,
+    copy_storage_async,
     create_storage,
     dtype,
     empty,
@@ -31,6 +36,7 @@ from genesis._genesis import (  # noqa: F401  (re-exported)
     manual_seed,
     ones,
     pinned_memory_stats,
+    plan_batch_copy,
     rand,
     randint,
     randn,

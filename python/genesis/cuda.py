@@ -110,6 +110,19 @@ def mem_get_info(device: DeviceArg = None) -> Tuple[int, int]:
     return _genesis.cuda.mem_get_info(_device(device).index)
 
 
+def set_memory_fraction(fraction: float) -> str:
+    """Pools made from now on reserve at most ``fraction`` of their GPU. Pools take
+    their settings when made: RuntimeError once one exists (call it first, or set
+    GENESIS_ALLOC_CONF); ValueError outside (0, 1]. Returns every setting."""
+    return _genesis.set_alloc_config(f"memory_fraction:{fraction!r}")
+
+
+def set_cache_size(size: Union[int, str]) -> str:
+    """Pools made from now on keep at most ``size`` bytes cached ("2GB", "512MiB", a
+    number of bytes, or "none"). Errors as for set_memory_fraction."""
+    return _genesis.set_alloc_config(f"cache_limit:{size}")
+
+
 def no_device_reason() -> Optional[str]:
     """Why no GPU is visible, or None when one is."""
     return None if is_available() else _genesis.cuda.no_device_reason()

@@ -12,6 +12,7 @@ PYBIND11_MODULE(_genesis, m) {
   genesis::python::RegisterStorage(m);
   genesis::python::RegisterDLPack(m);
   genesis::python::RegisterFactories(m);
+  genesis::python::RegisterCopies(m);
   genesis::python::RegisterMemory(m);
   genesis::python::RegisterProfiler(m);
   genesis::python::RegisterDistributed(m);

@@ -84,5 +84,38 @@ class DeviceMemoryTest(unittest.TestCase):
         self.assertIn("version", genesis.info())
 
 
+class SettingsTest(unittest.TestCase):
+
+    def test_settings_before_the_first_pool(self):
+        import os
+        import subprocess
+        import sys
+        program = (
+            "import genesis\n"
+            "print(genesis.cuda.set_cache_size('2GB'))\n"
+            "print(genesis.cuda.set_memory_fraction(0.5))\n"
+            "for bad in [lambda: genesis.cuda.set_memory_fraction(1.5),\n"
+            "            lambda: genesis.cuda.set_cache_size('lots')]:\n"
+            "    try:\n"
+            "        bad(); print('accepted')\n"
+            "    except ValueError as e:\n"
+            "        print('ValueError', e)\n"
+            "genesis.zeros(1)\n"
+            "try:\n"
+            "    genesis.cuda.set_cache_size('1GB')\n"
+            "except RuntimeError as e:\n"
+            "    print('RuntimeError', e)\n")
+        out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+                             timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("cache_limit:1953125KiB", out.stdout)  # 2 GB, exactly
+        self.assertIn("memory_fraction:0.5", out.stdout)
+        self.assertNotIn("accepted", out.stdout)
+        self.assertEqual(out.stdout.count("ValueError"), 2)
+        self.assertIn("RuntimeError", out.stdout)
+        self.assertIn("already exists", out.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -200,5 +200,40 @@ class ViewTest(unittest.TestCase):
             len(genesis.zeros(()))
 
 
+class CopyTest(unittest.TestCase):
+
+    def test_copy_storage_and_batches(self):
+        src = [genesis.full((100,), float(i)) for i in range(5)]
+        dst = [genesis.zeros(100) for _ in range(5)]
+        genesis.batch_copy(src, dst)
+        self.assertEqual([d[0].item() for d in dst], [0.0, 1.0, 2.0, 3.0, 4.0])
+        self.assertIn("request", genesis.plan_batch_copy(src, dst))
+        one = genesis.zeros(100)
+        genesis.copy_storage(src[3], one)
+        self.assertEqual(one[99].item(), 3.0)
+        pending = genesis.copy_storage_async(src[4], one)
+        pending.wait()
+        self.assertTrue(pending.done())
+        self.assertEqual(one[0].item(), 4.0)
+        batch = genesis.BatchStorage(src)
+        moved = batch.to("cpu")
+        self.assertEqual(len(moved), 5)
+        self.assertFalse(moved[2].shares_memory_with(src[2]))
+        target = genesis.BatchStorage([genesis.zeros(100) for _ in range(5)])
+        self.assertIs(target.copy_(batch), target)
+        self.assertEqual(target[4][7].item(), 4.0)
+        with self.assertRaises(IndexError):
+            target[5]
+
+    def test_bad_batches_name_the_pair(self):
+        with self.assertRaisesRegex(ValueError, "2.*1|1.*2"):
+            genesis.batch_copy([genesis.zeros(2), genesis.zeros(2)], [genesis.zeros(2)])
+        with self.assertRaisesRegex(ValueError, "pair 1"):
+            genesis.batch_copy([genesis.zeros(2), genesis.zeros(3)],
+                               [genesis.zeros(2), genesis.zeros(2)])
+        with self.assertRaisesRegex(ValueError, "shape"):
+            genesis.copy_storage(genesis.zeros(2), genesis.zeros(3))
+
+
 if __name__ == "__main__":
     unittest.main()

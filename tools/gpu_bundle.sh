@@ -79,7 +79,8 @@ install -m 755 "$bin/python/genesis/_genesis.so" "$out/python/genesis/"
 ldd "$out/python/genesis/_genesis.so" | awk '/libabsl_/ {print $3}' |
   xargs -I{} cp -L {} "$out/python/genesis/"
 install -m 644 python/tests/*_test.py "$out/python/tests/"
-install -m 755 python/benchmarks/overhead_benchmark.py benchmarks/torch/torch_training.py "$out/python/"
+install -m 755 python/benchmarks/overhead_benchmark.py benchmarks/torch/torch_training.py \
+  benchmarks/torch/torch_allocation.py "$out/python/"
 
 # What travels is the compressed archive (the binaries shrink about threefold).
 tar czf gpu_bundle.tgz "$out"

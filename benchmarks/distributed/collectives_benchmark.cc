@@ -42,6 +42,8 @@
 #include "benchmarks/distributed/raw_gloo.h"
 #include "benchmarks/distributed/raw_nccl.h"
 #include "genesis/core/byte_size.h"
+#include "genesis/cuda/graph.h"
+#include "genesis/cuda/stream.h"
 #include "genesis/distributed/bucketed.h"
 #include "genesis/distributed/process_group_factory.h"
 #include "nlohmann/json.hpp"
@@ -62,6 +64,11 @@ ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients"
 ABSL_FLAG(bool, register, false,
           "nccl: register the group's pool buffers with NCCL (GroupOptions::"
           "nccl_register_buffers; GENESIS_NCCL_REGISTER overrides it)");
+ABSL_FLAG(int, graph_ops, 0,
+          "nccl: also time this many all_reduces of --graph_bytes issued eagerly and "
+          "captured into one CUDA graph, genesis and NCCL called directly (0: off)");
+ABSL_FLAG(std::string, graph_bytes, "8KiB", "size of each all_reduce of --graph_ops");
+ABSL_FLAG(int, graph_replays, 50, "replays (and eager rounds) of --graph_ops");
 ABSL_FLAG(std::string, benchmark_out, "", "also write the results here as Google Benchmark JSON");
 ABSL_FLAG(int, benchmark_repetitions, 1,
           "measurements per size (the table shows their median; the JSON holds each)");
@@ -141,6 +148,71 @@ absl::StatusOr<double> TimeGenesis(ProcessGroup& group, const std::string& op, c
   }
   GENESIS_RETURN_IF_ERROR(last.Wait());
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+}
+
+// Seconds per all_reduce of `ops` all_reduces of `x` (a storage on its own stream),
+// issued eagerly (`captured` false: each round waits for its last one) or captured into
+// one CUDA graph replayed once per round; `rounds` rounds after one of warm-up.
+absl::StatusOr<double> TimeRounds(ProcessGroup& group, const Storage& x, int ops, int rounds,
+                                  bool captured) {
+  CUstream_st* stream = x.stream();
+  cuda::Graph graph;
+  if (captured) {
+    GENESIS_RETURN_IF_ERROR(cuda::BeginCapture(stream));
+    for (int i = 0; i < ops; ++i) {
+      absl::StatusOr<Work> w = group.AllReduce(x, ReduceOp::kSum);
+      if (!w.ok()) {
+        (void)cuda::Graph::EndCapture(stream);
+        return w.status();
+      }
+    }
+    GENESIS_ASSIGN_OR_RETURN(graph, cuda::Graph::EndCapture(stream));
+  }
+  auto round = [&]() -> absl::Status {
+    if (captured) return graph.Launch(stream);
+    Work last;
+    for (int i = 0; i < ops; ++i) {
+      GENESIS_ASSIGN_OR_RETURN(last, group.AllReduce(x, ReduceOp::kSum));
+    }
+    return last.Wait();
+  };
+  GENESIS_RETURN_IF_ERROR(round());
+  GENESIS_RETURN_IF_ERROR(x.Synchronize());
+  GENESIS_ASSIGN_OR_RETURN(Work barrier, group.Barrier());
+  GENESIS_RETURN_IF_ERROR(barrier.Wait());
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < rounds; ++r) GENESIS_RETURN_IF_ERROR(round());
+  GENESIS_RETURN_IF_ERROR(x.Synchronize());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+         (static_cast<double>(rounds) * ops);
+}
+
+// --graph_ops: eager against captured, genesis against NCCL called directly.
+absl::Status GraphRows(ProcessGroup& group, RawNccl* raw) {
+  const int ops = absl::GetFlag(FLAGS_graph_ops);
+  const int rounds = absl::GetFlag(FLAGS_graph_replays);
+  GENESIS_ASSIGN_OR_RETURN(uint64_t bytes, ParseByteSize(absl::GetFlag(FLAGS_graph_bytes)));
+  GENESIS_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::Stream::Create(group.device().index()));
+  storage::StorageOptions options;
+  options.stream = stream.native();
+  GENESIS_ASSIGN_OR_RETURN(
+      Storage x, storage::Ones({static_cast<int64_t>(bytes / 4)}, DType::kFloat32,
+                               group.device(), options));
+  GENESIS_ASSIGN_OR_RETURN(double eager, TimeRounds(group, x, ops, rounds, false));
+  GENESIS_ASSIGN_OR_RETURN(double captured, TimeRounds(group, x, ops, rounds, true));
+  double raw_eager = 0, raw_captured = 0;
+  if (raw != nullptr) {
+    GENESIS_ASSIGN_OR_RETURN(raw_eager, raw->Time("all_reduce", bytes, ops, ops * rounds));
+    GENESIS_ASSIGN_OR_RETURN(raw_captured, raw->TimeGraph("all_reduce", bytes, ops, rounds));
+  }
+  if (group.rank() == 0) {
+    std::printf("\n# CUDA graphs: %d all_reduces of %d B per round, %d rounds; us per all_reduce\n",
+                ops, static_cast<int>(bytes), rounds);
+    std::printf("%-10s %10s %10s\n", "issue", "genesis", "nccl");
+    std::printf("%-10s %10.2f %10.2f\n", "eager", eager * 1e6, raw_eager * 1e6);
+    std::printf("%-10s %10.2f %10.2f\n", "captured", captured * 1e6, raw_captured * 1e6);
+  }
+  return absl::OkStatus();
 }
 
 // NCCL's unique id for the baseline, made on rank 0 and broadcast over the group.
@@ -394,6 +466,9 @@ absl::Status RunRank() {
   }
   if (absl::GetFlag(FLAGS_bucketed)) {
     GENESIS_RETURN_IF_ERROR(Bucketed(*group, rows));
+  }
+  if (absl::GetFlag(FLAGS_graph_ops) > 0 && backend == distributed::Backend::kNccl) {
+    GENESIS_RETURN_IF_ERROR(GraphRows(*group, raw_nccl.get()));
   }
   if (root && backend == distributed::Backend::kNccl) {
     absl::StatusOr<distributed::nccl_backend::RegistrationStats> registration =

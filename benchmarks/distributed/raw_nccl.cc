@@ -66,6 +66,44 @@ class RawNcclImpl final : public RawNccl {
            iters;
   }
 
+  absl::StatusOr<double> TimeGraph(const std::string& op, size_t bytes, int ops,
+                                   int replays) override {
+    const size_t count = bytes / sizeof(float);
+    if (auto s = Check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+                       "cudaStreamBeginCapture");
+        !s.ok()) {
+      return s;
+    }
+    for (int i = 0; i < ops; ++i) {
+      if (auto s = Issue(op, count); !s.ok()) {
+        cudaGraph_t abandoned = nullptr;
+        cudaStreamEndCapture(stream_, &abandoned);
+        if (abandoned != nullptr) cudaGraphDestroy(abandoned);
+        return s;
+      }
+    }
+    cudaGraph_t graph = nullptr;
+    if (auto s = Check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture"); !s.ok()) {
+      return s;
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (auto s = Check(made, "cudaGraphInstantiate"); !s.ok()) return s;
+    absl::Status status = Check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
+    if (status.ok()) status = Check(cudaStreamSynchronize(stream_), "sync");
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < replays && status.ok(); ++i) {
+      status = Check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
+    }
+    if (status.ok()) status = Check(cudaStreamSynchronize(stream_), "sync");
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    cudaGraphExecDestroy(exec);
+    if (!status.ok()) return status;
+    return seconds / (static_cast<double>(replays) * ops);
+  }
+
  private:
   absl::Status Issue(const std::string& op, size_t count) {
     float* s = static_cast<float*>(send_);

@@ -29,6 +29,11 @@ class RawNccl {
   // operations after `warmup`.
   virtual absl::StatusOr<double> Time(const std::string& op, size_t bytes, int warmup,
                                       int iters) = 0;
+
+  // Seconds per operation of `op` on `bytes` when `ops` of them are captured into one
+  // CUDA graph that is replayed `replays` times (after one replay of warm-up).
+  virtual absl::StatusOr<double> TimeGraph(const std::string& op, size_t bytes, int ops,
+                                           int replays) = 0;
 };
 
 }  // namespace genesis::benchmarks

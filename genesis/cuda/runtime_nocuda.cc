@@ -13,6 +13,7 @@
 #include "genesis/cuda/device_guard.h"
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/event.h"
+#include "genesis/cuda/graph.h"
 #include "genesis/cuda/internal/common.h"
 #include "genesis/cuda/sanitizer_marks.h"
 #include "genesis/cuda/stream.h"
@@ -90,6 +91,32 @@ absl::Status WaitEvent(CUstream_st* /*stream*/, const Event& /*event*/) {
 
 absl::Status SynchronizeDevice(int /*device*/) {
   return NoCudaSupportError("synchronize a CUDA device");
+}
+
+// graph.h (no Graph can be made, so every Graph is empty.)
+
+absl::Status BeginCapture(CUstream_st* /*stream*/) {
+  return NoCudaSupportError("capture a CUDA graph");
+}
+
+bool IsCapturing(CUstream_st* /*stream*/) { return false; }
+
+absl::StatusOr<Graph> Graph::EndCapture(CUstream_st* /*stream*/) {
+  return NoCudaSupportError("capture a CUDA graph");
+}
+
+Graph::~Graph() = default;
+
+Graph::Graph(Graph&& other) noexcept : exec_(other.exec_) { other.exec_ = nullptr; }
+
+Graph& Graph::operator=(Graph&& other) noexcept {
+  exec_ = other.exec_;
+  other.exec_ = nullptr;
+  return *this;
+}
+
+absl::Status Graph::Launch(CUstream_st* /*stream*/) const {
+  return NoCudaSupportError("launch a CUDA graph");
 }
 
 // event.h (no Event can be created, so every Event is empty.)

@@ -21,6 +21,11 @@
 // Operations are queued on the storage's stream (NCCL) or the group's worker thread
 // (Gloo) and return a Work (work.h); the Work keeps the storages alive until the
 // operation has finished. All ranks must call the same collectives in the same order.
+//
+// CUDA graphs (NCCL): an operation issued while its storage's stream is captured
+// (cuda/graph.h) is recorded into the graph and runs at every replay; its Work has
+// finished at once and keeps nothing alive, so the storages must outlive the graph's
+// replays, and whoever replays it waits for the replay's stream.
 // A ProcessGroup may be used from several threads, but the order of collectives must be
 // the same on every rank, which in practice means one thread issues them.
 #ifndef GENESIS_DISTRIBUTED_PROCESS_GROUP_H_

@@ -21,6 +21,7 @@
 #include "genesis/core/status.h"
 #include "genesis/cuda/device_guard.h"
 #include "genesis/cuda/device_query.h"
+#include "genesis/cuda/graph.h"
 #include "genesis/cuda/internal/check.h"
 #include "genesis/distributed/internal/group_health.h"
 #include "genesis/distributed/internal/work_state.h"
@@ -603,6 +604,7 @@ class NcclCommunicator final : public Communicator {
     GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
                              cuda::DeviceGuard::Create(comm_->info.device.index()));
     comm_->PrepareBuffers(buffers);
+    if (cuda::IsCapturing(stream)) return IssueCaptured(what, call);
     GENESIS_ASSIGN_OR_RETURN(cudaEvent_t event, comm_->TakeEvent());
     absl::Status issued;
     {
@@ -625,6 +627,33 @@ class NcclCommunicator final : public Communicator {
     auto state = std::make_shared<NcclWorkState>(std::move(what), comm_, event);
     Watchdogs().Watch(state);
     return Work(state);
+  }
+
+  // Issues `call` while `stream` is captured into a CUDA graph: NCCL records it into the
+  // graph, which runs it at every replay. Nothing runs now, so the Work has finished:
+  // no event, nothing for the watchdog (whoever replays the graph waits for its stream).
+  template <typename Call>
+  absl::StatusOr<Work> IssueCaptured(const OpSummary& what, Call&& call) {
+    absl::Status issued;
+    {
+      std::lock_guard<std::mutex> lock(comm_->mu);
+      if (comm_->comm == nullptr) {
+        issued = comm_->health.Check();
+      } else {
+        const ncclResult_t result = call(comm_->comm);
+        if (result != ncclSuccess) {
+          issued = comm_->Issued(result, absl::StrCat(what.ToString(), " (captured)"));
+        }
+      }
+    }
+    if (!issued.ok()) {
+      absl::Status error(issued.code(),
+                         absl::StrCat(what.ToString(), " in ", comm_->info.Describe(),
+                                      " failed while its stream was captured: ", issued.message()));
+      comm_->Fail(error);
+      return error;
+    }
+    return Work();
   }
 
   static Watchdog& Watchdogs() {

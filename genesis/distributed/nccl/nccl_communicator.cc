@@ -594,7 +594,10 @@ class NcclCommunicator final : public Communicator {
  private:
   // Issues `call` on the communicator (under its lock, on its device), after
   // registering the pieces of `buffers` that need it, and returns a Work that completes
-  // with the stream's work.
+  // with the stream's work. While `stream` is captured into a CUDA graph, NCCL records
+  // the call into the graph, which runs it at every replay: nothing runs now, so the
+  // Work has finished at once, with no event and nothing for the watchdog (whoever
+  // replays the graph waits for its stream).
   template <typename Call>
   absl::StatusOr<Work> Issue(OpSummary what, CUstream_st* stream,
                              absl::Span<const Buffer> buffers, Call&& call) {
@@ -604,8 +607,11 @@ class NcclCommunicator final : public Communicator {
     GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
                              cuda::DeviceGuard::Create(comm_->info.device.index()));
     comm_->PrepareBuffers(buffers);
-    if (cuda::IsCapturing(stream)) return IssueCaptured(what, call);
-    GENESIS_ASSIGN_OR_RETURN(cudaEvent_t event, comm_->TakeEvent());
+    const bool captured = cuda::IsCapturing(stream);
+    cudaEvent_t event = nullptr;
+    if (!captured) {
+      GENESIS_ASSIGN_OR_RETURN(event, comm_->TakeEvent());
+    }
     absl::Status issued;
     {
       std::lock_guard<std::mutex> lock(comm_->mu);
@@ -616,44 +622,21 @@ class NcclCommunicator final : public Communicator {
         if (result != ncclSuccess) issued = comm_->Issued(result, description());
       }
     }
-    if (issued.ok()) issued = cuda::CudaStatus(cudaEventRecord(event, stream),
-                                                         "cudaEventRecord");
+    if (issued.ok() && !captured) {
+      issued = cuda::CudaStatus(cudaEventRecord(event, stream), "cudaEventRecord");
+    }
     if (!issued.ok()) {
-      comm_->ReturnEvent(event);
-      absl::Status error(issued.code(), absl::StrCat(description(), " failed: ", issued.message()));
+      if (event != nullptr) comm_->ReturnEvent(event);
+      absl::Status error(issued.code(),
+                         absl::StrCat(description(), captured ? " failed while captured: " : " failed: ",
+                                      issued.message()));
       comm_->Fail(error);
       return error;
     }
+    if (captured) return Work();
     auto state = std::make_shared<NcclWorkState>(std::move(what), comm_, event);
     Watchdogs().Watch(state);
     return Work(state);
-  }
-
-  // Issues `call` while `stream` is captured into a CUDA graph: NCCL records it into the
-  // graph, which runs it at every replay. Nothing runs now, so the Work has finished:
-  // no event, nothing for the watchdog (whoever replays the graph waits for its stream).
-  template <typename Call>
-  absl::StatusOr<Work> IssueCaptured(const OpSummary& what, Call&& call) {
-    absl::Status issued;
-    {
-      std::lock_guard<std::mutex> lock(comm_->mu);
-      if (comm_->comm == nullptr) {
-        issued = comm_->health.Check();
-      } else {
-        const ncclResult_t result = call(comm_->comm);
-        if (result != ncclSuccess) {
-          issued = comm_->Issued(result, absl::StrCat(what.ToString(), " (captured)"));
-        }
-      }
-    }
-    if (!issued.ok()) {
-      absl::Status error(issued.code(),
-                         absl::StrCat(what.ToString(), " in ", comm_->info.Describe(),
-                                      " failed while its stream was captured: ", issued.message()));
-      comm_->Fail(error);
-      return error;
-    }
-    return Work();
   }
 
   static Watchdog& Watchdogs() {

@@ -53,7 +53,7 @@ from genesis._genesis import (  # noqa: F401  (the dtypes)
     int64,
     uint8,
 )
-from genesis import cuda, distributed, memory_manager, profiler  # noqa: F401,E402
+from genesis import cuda, distributed, memory_manager, memory_profiler, profiler  # noqa: F401,E402
 from genesis._memory import (  # noqa: F401,E402
     DetailedMemoryStats,
     MemoryStats,

@@ -104,7 +104,10 @@ void Set(py::dict& d, const py::object& key, int64_t value) {
 // beside them, torch.cuda.memory_stats's dotted keys.
 py::dict StatsDict(const MemoryStats& stats) {
   const StatKeys& k = Keys();
-  py::dict d;
+  // Sized for every key at once: growing a dict of ~100 entries step by step cost a
+  // fifth of the call.
+  auto d = py::reinterpret_steal<py::dict>(_PyDict_NewPresized(static_cast<Py_ssize_t>(k.dotted.size()) + 32));
+  if (!d) throw py::error_already_set();
   Set(d, k.allocated_bytes, stats.all.allocated_bytes.current);
   Set(d, k.cached_bytes, stats.all.cached_bytes.current);
   Set(d, k.reserved_bytes, stats.all.reserved_bytes.current);

@@ -159,6 +159,29 @@ class MemoryManagementExamples(unittest.TestCase):
         self.assertIn("块节", out.getvalue())
         self.assertTrue(all(leak.location and leak.size >= 1 << 20 for leak in leaks))
 
+    def test_profiler_report_and_timeline(self):
+        # Adapted: create_model(), load_data() and model(data) are allocations, and
+        # `y = x + 1` a copy; plot() is given a file to draw into.
+        import os
+        import tempfile
+        genesis.enable_memory_profiling(True)
+        x = genesis.tensor([1, 2, 3], device=DEVICE)
+        y = x.clone()
+        del x
+        report = genesis.memory_profiler.get_report()
+        self.assertIn("cpu" if DEVICE == "cpu" else "cuda", report.summary())
+        genesis.enable_memory_profiling(False)
+        with genesis.memory_profiler.record():
+            model = genesis.zeros(1 << 20, device=DEVICE)
+            data = genesis.rand(1 << 16, device=DEVICE)
+            output = data.clone()
+        timeline = genesis.memory_profiler.get_timeline()
+        with tempfile.TemporaryDirectory() as d:
+            path = timeline.plot(os.path.join(d, "timeline.png"))
+            self.assertGreater(os.path.getsize(path), 0)
+        self.assertGreaterEqual(genesis.memory_profiler.get_report().peak_memory(), 4 << 20)
+        del model, data, output, y
+
     def test_analyze_memory_usage(self):  # As written.
         out = io.StringIO()
         with redirect_stdout(out):

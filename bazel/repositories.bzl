@@ -114,6 +114,14 @@ def genesis_dependencies():
         headers = ["gloo/allreduce.h", "gloo/rendezvous/file_store.h"],
         libraries = ["libgloo.so.0"],
     )
+    _maybe(
+        system_library,
+        name = "hwy",
+        build_file = _label("third_party/systemlibs:hwy.BUILD"),
+        debian_package = "libhwy-dev",
+        headers = ["hwy/highway.h", "hwy/foreach_target.h"],
+        libraries = ["libhwy.so.1"],
+    )
     _maybe(system_python, name = "system_python")
     _maybe(
         system_library,

@@ -1,6 +1,8 @@
-// float <-> float16 / bfloat16 on the host: genesis's integer conversions beside the
-// compiler's own `_Float16` conversions (GCC's libgcc routines, or F16C instructions where
-// the target has them) and beside a plain copy of the same bytes, all in one run.
+// float <-> float16 / bfloat16 on the host: genesis's conversions of buffers
+// (storage::ConvertContiguous: vectorised, dispatched to the CPU's best instruction set),
+// its scalar per-element functions (genesis/core/half.h, the reference they match bit for
+// bit), the compiler's own `_Float16` conversions (GCC's libgcc routines, or F16C
+// instructions where the target has them) and a plain copy of the same bytes, in one run.
 //   bazel run -c opt //benchmarks:half_conversion_benchmark
 #include <cstdint>
 #include <cstring>
@@ -8,7 +10,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "genesis/core/dtype.h"
 #include "genesis/core/half.h"
+#include "genesis/storage/convert.h"
 
 namespace {
 
@@ -25,7 +29,7 @@ void SetBytes(benchmark::State& state, size_t bytes_per_item) {
   state.SetBytesProcessed(state.iterations() * state.range(0) * bytes_per_item);
 }
 
-void BM_FloatToHalf_Genesis(benchmark::State& state) {
+void BM_FloatToHalf_Scalar(benchmark::State& state) {
   const std::vector<float> in = RandomFloats(state.range(0));
   std::vector<uint16_t> out(in.size());
   for (auto _ : state) {
@@ -47,7 +51,7 @@ void BM_FloatToHalf_CompilerFloat16(benchmark::State& state) {
   SetBytes(state, sizeof(float));
 }
 
-void BM_HalfToFloat_Genesis(benchmark::State& state) {
+void BM_HalfToFloat_Scalar(benchmark::State& state) {
   const std::vector<float> floats = RandomFloats(state.range(0));
   std::vector<uint16_t> in(floats.size());
   for (size_t i = 0; i < in.size(); ++i) in[i] = genesis::FloatToHalfBits(floats[i]);
@@ -73,7 +77,7 @@ void BM_HalfToFloat_CompilerFloat16(benchmark::State& state) {
   SetBytes(state, sizeof(uint16_t));
 }
 
-void BM_FloatToBFloat16_Genesis(benchmark::State& state) {
+void BM_FloatToBFloat16_Scalar(benchmark::State& state) {
   const std::vector<float> in = RandomFloats(state.range(0));
   std::vector<uint16_t> out(in.size());
   for (auto _ : state) {
@@ -82,6 +86,39 @@ void BM_FloatToBFloat16_Genesis(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   SetBytes(state, sizeof(float));
+}
+
+// Genesis's buffer conversion from `from` to `to` of state.range(0) elements.
+void ConvertBuffer(benchmark::State& state, genesis::DType from, genesis::DType to,
+                   size_t bytes_per_item) {
+  const std::vector<float> floats = RandomFloats(state.range(0));
+  std::vector<uint16_t> halves(floats.size());
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = genesis::FloatToHalfBits(floats[i]);
+  std::vector<float> out_floats(floats.size());
+  std::vector<uint16_t> out_halves(floats.size());
+  const bool widen = from != genesis::DType::kFloat32;
+  const void* src = widen ? static_cast<const void*>(halves.data()) : floats.data();
+  void* dst = widen ? static_cast<void*>(out_floats.data()) : out_halves.data();
+  for (auto _ : state) {
+    const absl::Status status =
+        genesis::storage::ConvertContiguous(src, from, dst, to, state.range(0));
+    if (!status.ok()) state.SkipWithError(status.ToString().c_str());
+    benchmark::DoNotOptimize(dst);
+    benchmark::ClobberMemory();
+  }
+  SetBytes(state, bytes_per_item);
+}
+
+void BM_FloatToHalf_Genesis(benchmark::State& state) {
+  ConvertBuffer(state, genesis::DType::kFloat32, genesis::DType::kFloat16, sizeof(float));
+}
+
+void BM_HalfToFloat_Genesis(benchmark::State& state) {
+  ConvertBuffer(state, genesis::DType::kFloat16, genesis::DType::kFloat32, sizeof(uint16_t));
+}
+
+void BM_FloatToBFloat16_Genesis(benchmark::State& state) {
+  ConvertBuffer(state, genesis::DType::kFloat32, genesis::DType::kBFloat16, sizeof(float));
 }
 
 // The floor for any float -> 16-bit conversion: reading the floats and writing half as
@@ -100,10 +137,13 @@ void BM_FloatRead_HalfWrite_Memcpy(benchmark::State& state) {
 
 constexpr int64_t kElements = 1 << 20;
 BENCHMARK(BM_FloatToHalf_Genesis)->Arg(kElements);
+BENCHMARK(BM_FloatToHalf_Scalar)->Arg(kElements);
 BENCHMARK(BM_FloatToHalf_CompilerFloat16)->Arg(kElements);
 BENCHMARK(BM_HalfToFloat_Genesis)->Arg(kElements);
+BENCHMARK(BM_HalfToFloat_Scalar)->Arg(kElements);
 BENCHMARK(BM_HalfToFloat_CompilerFloat16)->Arg(kElements);
 BENCHMARK(BM_FloatToBFloat16_Genesis)->Arg(kElements);
+BENCHMARK(BM_FloatToBFloat16_Scalar)->Arg(kElements);
 BENCHMARK(BM_FloatRead_HalfWrite_Memcpy)->Arg(kElements);
 
 }  // namespace

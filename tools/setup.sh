@@ -16,6 +16,7 @@ readonly PACKAGES=(
   zlib1g-dev                                                     # gzip-compressed traces
   python3-matplotlib                                             # plots of genesis bench
   libgloo-dev                                                    # CPU collectives
+  libhwy-dev                                                     # SIMD conversions
   openmpi-bin                                                    # mpirun launch tests
   python3-dev pybind11-dev                                       # the Python package
   python3-numpy python3-venv python3-wheel python3-setuptools    # its tests and wheel

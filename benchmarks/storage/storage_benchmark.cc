@@ -1,5 +1,5 @@
 // The storage layer's CPU loops beside memcpy of the same bytes, on 4096 x
-// 4096 matrices: ConvertContiguous float32 -> bfloat16 and bfloat16 ->
+// 4096 matrices: ConvertContiguous float32 -> bfloat16 / float16 and back ->
 // float32, and CopyStridedToContiguous of a transposed float32 matrix.
 // Bytes per second count the bytes read plus the bytes written, so every
 // row's rate compares with memcpy's (which reads and writes its size), and
@@ -88,6 +88,14 @@ void BM_ConvertBFloat16ToFloat32(benchmark::State& state) {
   Convert(state, DType::kBFloat16, DType::kFloat32);
 }
 
+void BM_ConvertFloat32ToFloat16(benchmark::State& state) {
+  Convert(state, DType::kFloat32, DType::kFloat16);
+}
+
+void BM_ConvertFloat16ToFloat32(benchmark::State& state) {
+  Convert(state, DType::kFloat16, DType::kFloat32);
+}
+
 void BM_CopyTransposedFloat32(benchmark::State& state) {
   const std::vector<uint8_t> src = Buffer(kNumel * 4);
   std::vector<uint8_t> dst = Buffer(kNumel * 4);
@@ -110,6 +118,12 @@ BENCHMARK(BM_ConvertFloat32ToBFloat16)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ConvertBFloat16ToFloat32)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ConvertFloat32ToFloat16)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ConvertFloat16ToFloat32)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CopyTransposedFloat32)

@@ -14,7 +14,9 @@
 #include "genesis/core/absl_compat.h"
 #include "genesis/core/dtype.h"
 #include "genesis/core/status.h"
+#include "genesis/core/half.h"
 #include "genesis/storage/convert_rules.h"
+#include "genesis/storage/internal/convert_simd.h"
 #include "genesis/storage/layout.h"
 #include "genesis/storage/strided_copy.h"
 
@@ -63,6 +65,22 @@ void ConvertRow(const char* __restrict src, int64_t src_stride,
     Store(d, ConvertValue<To>(Load<From>(s)));
   };
   if (src_stride == kFrom && dst_stride == kTo) {
+    // float32 <-> bfloat16 / float16: vectorised, dispatched to the CPU's best
+    // instruction set (internal/convert_simd.h), with the same results.
+    const auto count = static_cast<size_t>(n);
+    if constexpr (std::is_same_v<From, float> && std::is_same_v<To, BFloat16>) {
+      return simd::FloatToBFloat16(reinterpret_cast<const float*>(src),
+                                   reinterpret_cast<uint16_t*>(dst), count);
+    } else if constexpr (std::is_same_v<From, BFloat16> && std::is_same_v<To, float>) {
+      return simd::BFloat16ToFloat(reinterpret_cast<const uint16_t*>(src),
+                                   reinterpret_cast<float*>(dst), count);
+    } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, Half>) {
+      return simd::FloatToHalf(reinterpret_cast<const float*>(src),
+                               reinterpret_cast<uint16_t*>(dst), count);
+    } else if constexpr (std::is_same_v<From, Half> && std::is_same_v<To, float>) {
+      return simd::HalfToFloat(reinterpret_cast<const uint16_t*>(src),
+                               reinterpret_cast<float*>(dst), count);
+    }
     int64_t i = 0;
     for (; i + kBlock <= n; i += kBlock) {
       const char* s = src + i * kFrom;

@@ -1,0 +1,36 @@
+// Vectorised float32 <-> bfloat16 and float32 <-> float16 conversion of contiguous
+// buffers, dispatched at run time (Google Highway) to the best instruction set the CPU
+// has: AVX-512, AVX2 (with F16C, FMA), SSE4 or SSSE3, else scalar. The results are
+// bit-identical to the scalar conversions of genesis/core/half.h (round to nearest even;
+// NaN payloads kept with the quiet bit set; overflow to infinity; subnormals exact).
+//
+// Buffers need no alignment (pointers may be misaligned for their element type) and
+// must not overlap. Single-threaded.
+#ifndef GENESIS_STORAGE_INTERNAL_CONVERT_SIMD_H_
+#define GENESIS_STORAGE_INTERNAL_CONVERT_SIMD_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace genesis::storage::simd {
+
+void FloatToBFloat16(const float* src, uint16_t* dst, size_t n);
+void BFloat16ToFloat(const uint16_t* src, float* dst, size_t n);
+void FloatToHalf(const float* src, uint16_t* dst, size_t n);
+void HalfToFloat(const uint16_t* src, float* dst, size_t n);
+
+// For tests and reports: the instruction sets this binary has code for and this CPU
+// runs (best first), their names, and the one the functions above use now.
+std::vector<int64_t> AvailableTargets();
+std::string TargetName(int64_t target);
+int64_t CurrentTarget();
+
+// Makes the functions above use `target` (one of AvailableTargets()), or the best again
+// for 0. Not thread-safe: for tests.
+void ForceTarget(int64_t target);
+
+}  // namespace genesis::storage::simd
+
+#endif  // GENESIS_STORAGE_INTERNAL_CONVERT_SIMD_H_

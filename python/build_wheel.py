@@ -5,8 +5,8 @@
     pip install dist/genesis-*.whl          # then `import genesis` works anywhere
 
 The wheel holds genesis/*.py, the extension module genesis/_genesis.so and the shared
-abseil libraries it links (found with ldd and put beside it, where its rpath $ORIGIN
-finds them), so it installs on machines without libabsl. Its tag is that of the Python
+abseil and Highway libraries it links (found with ldd and put beside it, where its rpath
+$ORIGIN finds them), so it installs on machines without them. Its tag is that of the Python
 running this script (the one the extension was built for) unless --python_tag says
 another (an extension built with GENESIS_PYTHON_INCLUDE for another Python).
 """
@@ -40,10 +40,11 @@ def package_dir() -> str:
     raise SystemExit("build_wheel: genesis/_genesis.so not found (run it with bazel run)")
 
 
-def linked_abseil(library: str) -> List[str]:
-    """The shared abseil libraries `library` loads, as ldd resolves them."""
+def linked_system_libraries(library: str) -> List[str]:
+    """The shared libraries of Debian's abseil and Highway that `library` loads, as ldd
+    resolves them (machines without them get them from the wheel)."""
     out = subprocess.run(["ldd", library], check=True, capture_output=True, text=True).stdout
-    found = re.findall(r"^\s*(libabsl_\S+) => (\S+)", out, flags=re.M)
+    found = re.findall(r"^\s*((?:libabsl_|libhwy)\S+) => (\S+)", out, flags=re.M)
     missing = re.findall(r"^\s*(\S+) => not found", out, flags=re.M)
     if missing:
         raise SystemExit(f"build_wheel: {library} needs {missing}, which ldd cannot find")
@@ -66,7 +67,7 @@ def build(out_dir: str, python_tag: Optional[str]) -> str:
         for entry in sorted(os.listdir(source)):
             if entry.endswith(".py") or entry == "_genesis.so":
                 shutil.copyfile(os.path.join(source, entry), os.path.join(pkg, entry))
-        for library in linked_abseil(os.path.join(source, "_genesis.so")):
+        for library in linked_system_libraries(os.path.join(source, "_genesis.so")):
             shutil.copyfile(library, os.path.join(pkg, os.path.basename(library)))
         info = os.path.join(staging, dist_info)
         os.makedirs(info)

@@ -42,6 +42,7 @@ class WheelTest(unittest.TestCase):
             installed = os.listdir(os.path.join(site, "genesis"))
             self.assertIn("_genesis.so", installed)
             self.assertTrue(any(f.startswith("libabsl_") for f in installed))
+            self.assertTrue(any(f.startswith("libhwy") for f in installed))
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ install -m 755 tools/run_gpu_tests.sh "$out/run_gpu_tests.sh"
 gloo=$(bazel info output_base)/external/gloo/lib/libgloo.so.0
 cp -L "$gloo" "$out/"
 ldd "$gloo" | awk '/libhiredis|libibverbs|libnl-/ {print $3}' | xargs -I{} cp -L {} "$out/"
+# Debian's Highway (the storage layer's SIMD conversions), shared only.
+cp -L "$(bazel info output_base)/external/hwy/lib/libhwy.so.1" "$out/"
 install -m 755 benchmarks/distributed/torch_collectives.py "$out/torch_collectives.py"
 # What `gpu_bundle/genesis bench` needs beside the benchmarks: the plot script and the
 # traces of the replay suite (tools/genesis/bench_runner.h: the bundle layout).
@@ -63,7 +65,7 @@ bazel build --config=pyext --config=cuda "$@" //tools/dlpack:libgenesis_dlpack_c
 pyext_bin=$(bazel info --config=pyext --config=cuda "$@" bazel-bin 2>/dev/null)
 mkdir -p "$out/dlpack"
 install -m 755 "$pyext_bin/tools/dlpack/libgenesis_dlpack_c.so" "$out/dlpack/"
-ldd "$out/dlpack/libgenesis_dlpack_c.so" | awk '/libabsl_/ {print $3}' |
+ldd "$out/dlpack/libgenesis_dlpack_c.so" | awk '/libabsl_|libhwy/ {print $3}' |
   xargs -I{} cp -L {} "$out/dlpack/"
 install -m 755 tools/dlpack/torch_roundtrip.py "$out/dlpack/"
 
@@ -76,7 +78,7 @@ bazel build "${flags[@]}" //python/genesis:_genesis
 mkdir -p "$out/python/genesis" "$out/python/tests"
 install -m 644 python/genesis/*.py "$out/python/genesis/"
 install -m 755 "$bin/python/genesis/_genesis.so" "$out/python/genesis/"
-ldd "$out/python/genesis/_genesis.so" | awk '/libabsl_/ {print $3}' |
+ldd "$out/python/genesis/_genesis.so" | awk '/libabsl_|libhwy/ {print $3}' |
   xargs -I{} cp -L {} "$out/python/genesis/"
 install -m 644 python/tests/*_test.py "$out/python/tests/"
 install -m 755 python/benchmarks/overhead_benchmark.py benchmarks/torch/torch_training.py \

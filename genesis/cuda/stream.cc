@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "genesis/core/status.h"
 #include "genesis/cuda/device_guard.h"
-#include "genesis/cuda/device_query.h"
 #include "genesis/cuda/event.h"
 #include "genesis/cuda/internal/check.h"
 #include "genesis/cuda/internal/common.h"
@@ -96,8 +95,7 @@ absl::Status WaitEvent(CUstream_st* stream, const Event& event) {
 }
 
 absl::Status SynchronizeDevice(int device) {
-  GENESIS_RETURN_IF_ERROR(CheckDeviceIndex(device));
-  GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(device));
+  GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(device));  // Checks it.
   return CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device);
 }
 

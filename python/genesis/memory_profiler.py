@@ -72,9 +72,7 @@ def _current() -> MemoryProfile:
         return _last
     recording = _memory._profiling
     if recording is not None:
-        profile = MemoryProfile.__new__(MemoryProfile)
-        profile._recorder = recording
-        return profile
+        return MemoryProfile._of(recording)
     raise RuntimeError("nothing recorded: use `with genesis.memory_profiler.record():` or "
                        "genesis.enable_memory_profiling(True) first")
 

@@ -25,6 +25,14 @@ class MemoryProfile:
         self._recorder = _genesis._ProfileMemory(stacks=stacks, stack_depth=stack_depth,
                                                  ring_events=ring_events)
 
+    @classmethod
+    def _of(cls, recorder: "_genesis._ProfileMemory") -> "MemoryProfile":
+        """The reports of a recording that something else started (the process-wide one
+        of genesis.enable_memory_profiling)."""
+        profile = cls.__new__(cls)
+        profile._recorder = recorder
+        return profile
+
     def __enter__(self) -> "MemoryProfile":
         self._recorder.start()
         return self

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include <dlpack/dlpack.h>
 #include <pybind11/pybind11.h>
@@ -26,6 +27,12 @@ using storage::Storage;
 
 constexpr const char* kCapsuleName = "dltensor";
 constexpr const char* kUsedCapsuleName = "used_dltensor";
+
+// The DLPack device of `s`'s memory: kDLCUDAHost for pinned host memory.
+std::pair<int, int> DLDeviceOf(const Storage& s) {
+  const int type = s.device().is_cuda() ? kDLCUDA : s.is_pinned() ? kDLCUDAHost : kDLCPU;
+  return {type, s.device().index()};
+}
 
 // A capsule nobody consumed still owns its tensor.
 void DeleteUnconsumed(PyObject* capsule) {
@@ -68,8 +75,7 @@ py::object ToCapsule(const Storage& s, py::handle stream, py::handle /*max_versi
   Storage exported = s;
   if (!dl_device.is_none()) {
     const auto wanted = dl_device.cast<std::pair<int, int>>();
-    const int type = s.device().is_cuda() ? kDLCUDA : s.is_pinned() ? kDLCUDAHost : kDLCPU;
-    if (wanted.first != type || wanted.second != s.device().index()) {
+    if (wanted != DLDeviceOf(s)) {
       PyErr_SetString(PyExc_BufferError,
                       absl::StrCat("__dlpack__: dl_device (", wanted.first, ", ", wanted.second,
                                    ") is not the storage's device ", s.device().ToString())
@@ -141,8 +147,8 @@ void RegisterDLPack(py::module_& m) {
           "memory alive; for CUDA storages the consumer's `stream` first waits for this "
           "storage's.")
       .def("__dlpack_device__", [](const Storage& s) {
-        const int type = s.device().is_cuda() ? kDLCUDA : s.is_pinned() ? kDLCUDAHost : kDLCPU;
-        return py::make_tuple(type, s.device().index());
+        const auto [type, index] = DLDeviceOf(s);
+        return py::make_tuple(type, index);
       });
   m.def("from_dlpack", &FromDLPack, py::arg("source"),
         "A Storage over the memory of `source` (anything with __dlpack__, or a 'dltensor' "

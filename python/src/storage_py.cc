@@ -174,11 +174,16 @@ py::dict PoolInfo(const Storage& s) {
   return info;
 }
 
+// Copies `src`'s elements into the view `dst`, converting them if the dtypes differ,
+// without the GIL.
+void CopyInto(Storage& dst, const Storage& src) {
+  WithoutGil([&] { return src.dtype() == dst.dtype() ? dst.CopyFrom(src) : dst.ConvertFrom(src); });
+}
+
 // Copies `src` (a Storage, or a number to fill with) into the view `dst`.
 void Assign(Storage& dst, py::handle src) {
   if (py::isinstance<Storage>(src)) {
-    const Storage& from = src.cast<const Storage&>();
-    WithoutGil([&] { return from.dtype() == dst.dtype() ? dst.CopyFrom(from) : dst.ConvertFrom(from); });
+    CopyInto(dst, src.cast<const Storage&>());
     return;
   }
   if (PyFloat_Check(src.ptr()) || PyLong_Check(src.ptr())) {
@@ -294,8 +299,7 @@ void RegisterStorage(py::module_& m) {
       // The in-place methods return the Python object itself, as PyTorch's do.
       .def("copy_",
            [](py::object self, const Storage& src) {
-             Storage& s = self.cast<Storage&>();
-             WithoutGil([&] { return src.dtype() == s.dtype() ? s.CopyFrom(src) : s.ConvertFrom(src); });
+             CopyInto(self.cast<Storage&>(), src);
              return self;
            },
            py::arg("src"), "Copies (converting the dtype if it differs) src's elements into this view.")

@@ -18,17 +18,14 @@
 // at the start of two large pool storages, so sizes up to a piece of the pool's
 // expandable segments (32 MiB) run on registered memory and larger ones unregistered.
 // Rank 0 prints the registration counters at the end. Compare two runs, one with each.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -39,6 +36,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "benchmarks/distributed/fork_ranks.h"
 #include "benchmarks/distributed/raw_gloo.h"
 #include "benchmarks/distributed/raw_nccl.h"
 #include "genesis/core/byte_size.h"
@@ -486,59 +484,12 @@ absl::Status RunRank() {
 }  // namespace
 }  // namespace genesis::benchmarks
 
-namespace {
-
-// GPUs the NVIDIA driver lists, without initialising CUDA (ranks are forked after).
-int VisibleGpus() {
-  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
-    const std::string v = visible;
-    return v.empty() ? 0 : static_cast<int>(std::count(v.begin(), v.end(), ',')) + 1;
-  }
-  std::error_code error;
-  int n = 0;
-  for (auto it = std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", error);
-       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
-    ++n;
-  }
-  return n;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
-  if (std::getenv("RANK") == nullptr) {
-    // No launcher: fork the ranks here, each with torchrun's variables.
-    int n = absl::GetFlag(FLAGS_nproc);
-    if (n <= 0) n = absl::GetFlag(FLAGS_backend) == "gloo" ? 2 : std::max(1, VisibleGpus());
-    const std::string port = std::to_string(20000 + getpid() % 20000);
-    const std::string store = absl::StrCat("/tmp/genesis-bench-", getpid());
-    std::vector<pid_t> children;
-    for (int rank = 0; rank < n; ++rank) {
-      const pid_t pid = fork();
-      if (pid == 0) {
-        setenv("RANK", std::to_string(rank).c_str(), 1);
-        setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-        setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
-        setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
-        setenv("MASTER_ADDR", "127.0.0.1", 1);
-        setenv("MASTER_PORT", port.c_str(), 1);
-        setenv("GENESIS_STORE_DIR", store.c_str(), 1);
-        break;
-      }
-      children.push_back(pid);
-    }
-    if (static_cast<int>(children.size()) == n) {
-      int worst = 0;
-      for (pid_t pid : children) {
-        int status = 0;
-        waitpid(pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) worst = 1;
-      }
-      std::filesystem::remove_all(store);
-      return worst;
-    }
+  if (std::optional<int> parent = genesis::benchmarks::ForkRanksUnlessLaunched(
+          absl::GetFlag(FLAGS_nproc), absl::GetFlag(FLAGS_backend) == "gloo")) {
+    return *parent;
   }
   absl::Status status = genesis::benchmarks::RunRank();
   if (!status.ok()) {

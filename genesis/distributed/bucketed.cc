@@ -1,8 +1,6 @@
 #include "genesis/distributed/bucketed.h"
 
 #include <functional>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -11,8 +9,7 @@
 #include "genesis/core/status.h"
 #include "genesis/cuda/event.h"
 #include "genesis/cuda/stream.h"
-#include "genesis/storage/layout.h"
-#include "genesis/transfer/batch_copy.h"
+#include "genesis/distributed/internal/bucket_memory.h"
 
 namespace genesis::distributed {
 
@@ -21,62 +18,6 @@ using storage::Storage;
 namespace {
 
 using Collective = std::function<absl::StatusOr<Work>(const Storage&)>;
-
-// Copies between each member and its place in `flat`: into flat when `pack`.
-absl::Status Move(absl::Span<const Storage> storages, const Bucket& bucket, const Storage& flat,
-                  bool pack, CUstream_st* stream) {
-  GENESIS_ASSIGN_OR_RETURN(transfer::BatchCopier * copier, transfer::BatchCopier::Default());
-  std::vector<transfer::CopyRequest> requests;
-  requests.reserve(bucket.members.size());
-  for (size_t k = 0; k < bucket.members.size(); ++k) {
-    const Storage& s = storages[bucket.members[k]];
-    char* cursor = static_cast<char*>(flat.data_ptr()) + bucket.offsets[k];
-    transfer::CopyRequest r;
-    if (pack) {
-      r = {s.data_ptr(), s.device(), s.is_pinned(), cursor, flat.device(), flat.is_pinned(),
-           s.nbytes()};
-    } else {
-      r = {cursor, flat.device(), flat.is_pinned(), s.data_ptr(), s.device(), s.is_pinned(),
-           s.nbytes()};
-    }
-    requests.push_back(r);
-  }
-  if (flat.device().is_cpu()) return copier->Copy(requests);
-  return copier->CopyAsync(requests, flat.device(), stream);
-}
-
-// The stream that packed buckets' collectives run on, one per GPU for the process, so
-// that bucket k's collective overlaps the packing of bucket k + 1 on the storages'
-// stream.
-absl::StatusOr<CUstream_st*> CollectiveStream(Device device) {
-  static std::mutex mu;
-  static auto* streams = new std::map<int, cuda::Stream>();  // Never destroyed.
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = streams->find(device.index());
-  if (it == streams->end()) {
-    GENESIS_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::Stream::Create(device.index()));
-    it = streams->emplace(device.index(), std::move(stream)).first;
-  }
-  return it->second.native();
-}
-
-// Makes work queued on `to` from now on wait for the work queued on `from` so far.
-absl::Status Order(CUstream_st* from, CUstream_st* to, Device device) {
-  GENESIS_ASSIGN_OR_RETURN(cuda::Event event, cuda::Event::Create(device.index()));
-  GENESIS_RETURN_IF_ERROR(event.Record(from));
-  // Destroying the event now is fine: CUDA releases it once the wait is done.
-  return cuda::WaitEvent(to, event);
-}
-
-// The memory of an in-place bucket as one storage.
-absl::StatusOr<Storage> Span1D(absl::Span<const Storage> storages, const Bucket& bucket) {
-  const Storage& first = storages[bucket.members.front()];
-  GENESIS_ASSIGN_OR_RETURN(
-      storage::Layout layout,
-      storage::Layout::Contiguous({static_cast<int64_t>(bucket.bytes / ItemSize(bucket.dtype))},
-                                  first.offset()));
-  return first.View(layout);
-}
 
 absl::StatusOr<Work> RunBucketed(ProcessGroup& group, absl::Span<const Storage> storages,
                                  const BucketOptions& options, const Collective& collective) {
@@ -101,21 +42,22 @@ absl::StatusOr<Work> RunBucketed(ProcessGroup& group, absl::Span<const Storage> 
     const Storage& first = storages[bucket.members.front()];
     Pending p{&bucket, Storage(), Work(), std::nullopt};
     if (bucket.in_place) {
-      GENESIS_ASSIGN_OR_RETURN(p.flat, Span1D(storages, bucket));
+      GENESIS_ASSIGN_OR_RETURN(p.flat, internal::BucketView(storages, bucket));
     } else {
-      storage::StorageOptions flat_options;
       if (on_gpu) {
-        GENESIS_ASSIGN_OR_RETURN(collective_stream, CollectiveStream(first.device()));
-        flat_options.stream = collective_stream;
+        GENESIS_ASSIGN_OR_RETURN(collective_stream, internal::CollectiveStream(first.device()));
         if (packing_streams.insert(first.stream()).second) {
-          GENESIS_RETURN_IF_ERROR(Order(collective_stream, first.stream(), first.device()));
+          GENESIS_RETURN_IF_ERROR(
+              internal::OrderStreams(collective_stream, first.stream(), first.device()));
         }
       }
-      GENESIS_ASSIGN_OR_RETURN(
-          p.flat, storage::Empty({static_cast<int64_t>(bucket.bytes / ItemSize(bucket.dtype))},
-                                 bucket.dtype, first.device(), flat_options));
-      GENESIS_RETURN_IF_ERROR(Move(storages, bucket, p.flat, /*pack=*/true, first.stream()));
-      if (on_gpu) GENESIS_RETURN_IF_ERROR(Order(first.stream(), collective_stream, first.device()));
+      GENESIS_ASSIGN_OR_RETURN(p.flat, internal::PackBuffer(storages, bucket));
+      GENESIS_RETURN_IF_ERROR(
+          internal::MoveBucket(storages, bucket, p.flat, /*pack=*/true, first.stream()));
+      if (on_gpu) {
+        GENESIS_RETURN_IF_ERROR(
+            internal::OrderStreams(first.stream(), collective_stream, first.device()));
+      }
     }
     absl::StatusOr<Work> work = collective(p.flat);
     if (!work.ok()) {
@@ -141,13 +83,14 @@ absl::StatusOr<Work> RunBucketed(ProcessGroup& group, absl::Span<const Storage> 
       status.Update(p.work.Wait());
     }
     if (status.ok()) {
-      status.Update(Move(storages, *p.bucket, p.flat, /*pack=*/false, first.stream()));
+      status.Update(
+          internal::MoveBucket(storages, *p.bucket, p.flat, /*pack=*/false, first.stream()));
     }
   }
   // The buckets' memory goes back to the pool on the collective stream: later work
   // there comes after the unpacking.
   for (CUstream_st* s : packing_streams) {
-    status.Update(Order(s, collective_stream, group.device()));
+    status.Update(internal::OrderStreams(s, collective_stream, group.device()));
   }
   std::vector<Work> works;
   for (Pending& p : pending) works.push_back(p.work);

@@ -1,0 +1,23 @@
+// For the distributed benchmarks: when no launcher started this process (RANK is not
+// set), forks one rank per GPU (or `nproc`) with torchrun's variables on the loopback,
+// so that `collectives_benchmark --nproc=2` behaves as it would under torchrun.
+#ifndef GENESIS_BENCHMARKS_DISTRIBUTED_FORK_RANKS_H_
+#define GENESIS_BENCHMARKS_DISTRIBUTED_FORK_RANKS_H_
+
+#include <optional>
+
+namespace genesis::benchmarks {
+
+// GPUs the NVIDIA driver lists (or CUDA_VISIBLE_DEVICES names), without initialising
+// CUDA, so that ranks forked afterwards can still use it.
+int VisibleGpus();
+
+// In a process started by a launcher: nullopt at once. Otherwise forks `nproc` ranks
+// (`nproc` <= 0: one per visible GPU, at least one; `gloo`: two) and returns nullopt
+// in each child, which then runs its rank; the parent waits for all of them and
+// returns 0 if every one exited 0, else 1. Call before CUDA is initialised.
+std::optional<int> ForkRanksUnlessLaunched(int nproc, bool gloo);
+
+}  // namespace genesis::benchmarks
+
+#endif  // GENESIS_BENCHMARKS_DISTRIBUTED_FORK_RANKS_H_

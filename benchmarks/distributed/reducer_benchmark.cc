@@ -1,0 +1,210 @@
+// The Reducer (genesis/distributed/reducer.h) against a synthetic backward pass: how much
+// of the gradients' all_reduce the backward pass leaves exposed.
+//
+//   reducer_benchmark --nproc=2                     # forks one rank per GPU
+//   torchrun --no-python --nproc_per_node=4 reducer_benchmark
+//
+// A model of --total (100 MiB) of float32 gradients in --layers layers (one gradient
+// each, sizes drawn log-uniformly from 4 KiB to 4 MiB, then scaled to the total). Its
+// backward pass is one kernel per layer, last layer first, that keeps every SM busy for
+// --backward_us / layers, on the gradients' stream; after each, the layer's gradient is
+// marked ready. Timed, as medians of --iters steps that start together on every rank:
+//   backward          the kernels alone;
+//   flat all_reduce   one all_reduce of all the gradients as one buffer;
+//   after backward    backward, then BucketedAllReduce (nothing overlaps);
+//   reducer           backward with the Reducer, up to the end of Finish's work.
+// Exposed communication is a step's time less the backward's; the goal (PyTorch DDP's)
+// is at most 10% of the flat all_reduce. Gradients as separate storages (packed
+// buckets) and as views of one flat buffer (in place); 25 MiB buckets, the first 1 MiB.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "benchmarks/distributed/fork_ranks.h"
+#include "benchmarks/distributed/synthetic_backward.h"
+#include "genesis/core/byte_size.h"
+#include "genesis/core/status.h"
+#include "genesis/cuda/device_query.h"
+#include "genesis/cuda/stream.h"
+#include "genesis/distributed/bucketed.h"
+#include "genesis/distributed/process_group_factory.h"
+#include "genesis/distributed/reducer.h"
+#include "genesis/storage/storage.h"
+
+ABSL_FLAG(int, nproc, 0, "ranks to fork when no launcher started this (0: one per GPU)");
+ABSL_FLAG(std::string, layers, "50,100,200", "models to measure, by number of layers");
+ABSL_FLAG(std::string, total, "100MiB", "bytes of gradients in each model");
+ABSL_FLAG(int, backward_us, 2000, "the backward pass's compute, split evenly over layers");
+ABSL_FLAG(int, iters, 20, "timed steps per row");
+ABSL_FLAG(int, warmup, 3, "untimed steps per row first");
+
+namespace genesis::benchmarks {
+namespace {
+
+using distributed::BucketOptions;
+using distributed::ProcessGroup;
+using distributed::Reducer;
+using distributed::ReduceOp;
+using distributed::Work;
+using storage::Storage;
+
+constexpr BucketOptions kBuckets{.bucket_bytes = size_t{25} << 20,
+                                 .first_bucket_bytes = size_t{1} << 20};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Model {
+  std::vector<Storage> separate;  // Gradients in the order backward produces them.
+  Storage flat;
+  std::vector<Storage> views;  // Of `flat`, the same sizes.
+};
+
+absl::StatusOr<Model> MakeModel(int layers, uint64_t total, Device device, CUstream_st* stream) {
+  std::mt19937 random(7);
+  std::vector<double> weights(layers);
+  double sum = 0;
+  for (double& w : weights) {
+    sum += (w = std::exp(std::uniform_real_distribution<>(std::log(4096.0),
+                                                          std::log(4194304.0))(random)));
+  }
+  storage::StorageOptions options;
+  options.stream = stream;
+  Model m;
+  std::vector<int64_t> counts;
+  int64_t elements = 0;
+  for (double w : weights) {
+    counts.push_back(std::max<int64_t>(1, static_cast<int64_t>(w / sum * total / 4)));
+    elements += counts.back();
+    GENESIS_ASSIGN_OR_RETURN(Storage g, storage::Ones({counts.back()}, DType::kFloat32,
+                                                      device, options));
+    m.separate.push_back(g);
+  }
+  GENESIS_ASSIGN_OR_RETURN(m.flat, storage::Ones({elements}, DType::kFloat32, device, options));
+  int64_t at = 0;
+  for (int64_t c : counts) {
+    GENESIS_ASSIGN_OR_RETURN(Storage v, m.flat.Slice(0, at, at + c));
+    m.views.push_back(v);
+    at += c;
+  }
+  return m;
+}
+
+// Times `step` (which queues work and returns) from a common start on every rank to
+// the end of the work on `stream`: the median of --iters steps after --warmup.
+absl::StatusOr<double> Time(ProcessGroup& group, const cuda::Stream& stream,
+                            const std::function<absl::Status()>& step) {
+  std::vector<double> times;
+  for (int i = 0; i < absl::GetFlag(FLAGS_warmup) + absl::GetFlag(FLAGS_iters); ++i) {
+    GENESIS_RETURN_IF_ERROR(stream.Synchronize());
+    GENESIS_ASSIGN_OR_RETURN(Work barrier, group.Barrier());
+    GENESIS_RETURN_IF_ERROR(barrier.Wait());
+    GENESIS_RETURN_IF_ERROR(cuda::SynchronizeDevice(group.device().index()));
+    const auto start = std::chrono::steady_clock::now();
+    GENESIS_RETURN_IF_ERROR(step());
+    GENESIS_RETURN_IF_ERROR(stream.Synchronize());
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i >= absl::GetFlag(FLAGS_warmup)) times.push_back(seconds);
+  }
+  return Median(times);
+}
+
+absl::Status RunRank() {
+  GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
+                           distributed::ProcessGroupFromEnvironment(distributed::Backend::kNccl));
+  const Device device = group->device();
+  const bool root = group->rank() == 0;
+  GENESIS_ASSIGN_OR_RETURN(cuda::DeviceProperties props,
+                           cuda::GetDeviceProperties(device.index()));
+  GENESIS_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::Stream::Create(device.index()));
+  GENESIS_ASSIGN_OR_RETURN(uint64_t total, ParseByteSize(absl::GetFlag(FLAGS_total)));
+  if (root) {
+    std::printf("# reducer with a synthetic backward: %d ranks, %s of float32 gradients, "
+                "%d us of backward compute, 25 MiB buckets (first 1 MiB); times in us\n",
+                group->size(), FormatByteSize(total).c_str(), absl::GetFlag(FLAGS_backward_us));
+    std::printf("%-7s %-9s %10s %10s %10s %10s %9s %10s %10s %9s\n", "layers", "gradients",
+                "backward", "flat a_r", "after bw", "exposed", "of flat", "reducer",
+                "exposed", "of flat");
+  }
+  for (absl::string_view spec : absl::StrSplit(absl::GetFlag(FLAGS_layers), ',')) {
+    int layers = 0;
+    if (!absl::SimpleAtoi(spec, &layers) || layers <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--layers: bad count '", spec, "'"));
+    }
+    GENESIS_ASSIGN_OR_RETURN(Model model, MakeModel(layers, total, device, stream.native()));
+    const long long layer_ns = absl::GetFlag(FLAGS_backward_us) * 1000LL / layers;
+    auto layer = [&](int l) -> absl::Status {
+      const cudaError_t e = LaunchLayer(props.multiprocessors, layer_ns, stream.native());
+      if (e != cudaSuccess) {
+        return absl::InternalError(absl::StrCat("layer kernel: ", cudaGetErrorString(e)));
+      }
+      return absl::OkStatus();
+    };
+    auto backward = [&]() -> absl::Status {
+      for (int l = 0; l < layers; ++l) GENESIS_RETURN_IF_ERROR(layer(l));
+      return absl::OkStatus();
+    };
+    GENESIS_ASSIGN_OR_RETURN(double compute, Time(*group, stream, backward));
+    GENESIS_ASSIGN_OR_RETURN(double flat, Time(*group, stream, [&]() -> absl::Status {
+      return group->AllReduce(model.flat, ReduceOp::kSum).status();
+    }));
+    for (const auto& [name, grads] :
+         {std::pair<const char*, const std::vector<Storage>*>{"separate", &model.separate},
+          {"views", &model.views}}) {
+      GENESIS_ASSIGN_OR_RETURN(double serial, Time(*group, stream, [&]() -> absl::Status {
+        GENESIS_RETURN_IF_ERROR(backward());
+        return distributed::BucketedAllReduce(*group, *grads, ReduceOp::kSum, kBuckets).status();
+      }));
+      GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<Reducer> reducer,
+                               Reducer::Create(*group, *grads, ReduceOp::kSum, kBuckets));
+      GENESIS_ASSIGN_OR_RETURN(double overlapped, Time(*group, stream, [&]() -> absl::Status {
+        for (int l = 0; l < layers; ++l) {
+          GENESIS_RETURN_IF_ERROR(layer(l));
+          GENESIS_RETURN_IF_ERROR(reducer->MarkReady(l));
+        }
+        return reducer->Finish().status();
+      }));
+      if (root) {
+        std::printf("%-7d %-9s %10.1f %10.1f %10.1f %10.1f %9.3f %10.1f %10.1f %9.3f\n", layers,
+                    name, compute * 1e6, flat * 1e6, serial * 1e6, (serial - compute) * 1e6,
+                    (serial - compute) / flat, overlapped * 1e6, (overlapped - compute) * 1e6,
+                    (overlapped - compute) / flat);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace genesis::benchmarks
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  if (std::optional<int> parent =
+          genesis::benchmarks::ForkRanksUnlessLaunched(absl::GetFlag(FLAGS_nproc), false)) {
+    return *parent;
+  }
+  absl::Status status = genesis::benchmarks::RunRank();
+  if (!status.ok()) {
+    std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK"), status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -11,7 +11,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "genesis/cuda/device_query.h"
+#include "genesis/cuda/stream.h"
 #include "genesis/distributed/process_group_factory.h"
+#include "genesis/distributed/reducer.h"
 #include "genesis/distributed/testing/collective_checks.h"
 #include "genesis/distributed/testing/multi_process.h"
 #include "gtest/gtest.h"
@@ -117,6 +119,48 @@ TEST(NcclTwoProcessTest, EveryOperation) {
     // A sub-group of rank 1 alone.
     GENESIS_ASSIGN_OR_TEXT(sub, group.Split({1}, "one"));
     if ((sub != nullptr) != (r == 1)) return std::string("wrong sub-group membership");
+    return std::string();
+  }));
+}
+
+// The Reducer on GPUs: gradients on a stream of their own, separate storages (packed
+// buckets) and views of one buffer (in place), marked while later "layers" still run,
+// over three steps; then the results as the gradients' stream sees them.
+TEST(NcclTwoProcessTest, ReducerOverlapsAndSums) {
+  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    const Device gpu = group.device();
+    GENESIS_ASSIGN_OR_TEXT(stream, cuda::Stream::Create(gpu.index()));
+    storage::StorageOptions on_stream;
+    on_stream.stream = stream.native();
+    std::vector<Storage> grads;
+    for (int k = 0; k < 30; ++k) {
+      GENESIS_ASSIGN_OR_TEXT(g, storage::Zeros({1 + (k * 4099) % 70000}, DType::kFloat32, gpu, on_stream));
+      grads.push_back(g);
+    }
+    GENESIS_ASSIGN_OR_TEXT(flat, storage::Zeros({20 * 5000}, DType::kFloat32, gpu, on_stream));
+    for (int k = 0; k < 20; ++k) {
+      GENESIS_ASSIGN_OR_TEXT(v, flat.Slice(0, 5000 * k, 5000 * (k + 1)));
+      grads.push_back(v);
+    }
+    GENESIS_ASSIGN_OR_TEXT(reducer, Reducer::Create(group, grads, ReduceOp::kSum,
+                                                    {.bucket_bytes = 64 << 10}));
+    for (int step = 0; step < 3; ++step) {
+      for (size_t k = 0; k < grads.size(); ++k) {
+        GENESIS_ASSIGN_OR_TEXT(values, Filled(grads[k].numel(), DType::kFloat32, [&](int64_t i) {
+          return step + r + static_cast<double>(k % 5) + static_cast<double>(i % 4);
+        }, gpu));
+        GENESIS_RETURN_IF_BAD(grads[k].CopyFrom(values));
+        GENESIS_RETURN_IF_BAD(reducer->MarkReady(k));
+      }
+      GENESIS_ASSIGN_OR_TEXT(work, reducer->Finish());
+      GENESIS_RETURN_IF_BAD(work.Wait());
+      for (size_t k = 0; k < grads.size(); ++k) {
+        GENESIS_RETURN_IF_TEXT(Check(grads[k], [&](int64_t i) {
+          return 2.0 * (step + static_cast<double>(k % 5) + static_cast<double>(i % 4)) + 1;
+        }, absl::StrCat("step ", step, ", gradient ", k)));
+      }
+    }
     return std::string();
   }));
 }

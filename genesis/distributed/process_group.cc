@@ -75,9 +75,10 @@ absl::Status CountIs(const Buffer& buffer, size_t expected, std::string_view wha
 }  // namespace
 
 absl::StatusOr<Work> ProcessGroup::Retaining(absl::StatusOr<Work> work,
-                                             std::vector<Storage> storages) {
-  // One allocation keeps every storage of the operation alive.
-  if (work.ok()) work->Retain(std::make_shared<const std::vector<Storage>>(std::move(storages)));
+                                             absl::Span<const Storage> storages) {
+  if (work.ok()) {
+    for (const Storage& s : storages) work->Retain(s.KeepAlive());
+  }
   return work;
 }
 
@@ -112,7 +113,7 @@ absl::StatusOr<Work> ProcessGroup::SendRecv(absl::Span<const StoragePeerOp> ops)
   std::vector<Storage> storages;
   storages.reserve(ops.size());
   for (const StoragePeerOp& op : ops) storages.push_back(op.storage);
-  return Retaining(communicator_->SendRecv(peer_ops), std::move(storages));
+  return Retaining(communicator_->SendRecv(peer_ops), storages);
 }
 
 absl::StatusOr<Work> ProcessGroup::Broadcast(const Storage& storage, int root) {

@@ -31,8 +31,10 @@
 #ifndef GENESIS_DISTRIBUTED_PROCESS_GROUP_H_
 #define GENESIS_DISTRIBUTED_PROCESS_GROUP_H_
 
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -118,9 +120,14 @@ class ProcessGroup {
   absl::StatusOr<Buffer> CheckedBuffer(const storage::Storage& storage, std::string_view what,
                                        bool written) const;
   absl::Status CheckRank(int rank, std::string_view what) const;
-  // `work`, keeping `storages` alive until it has finished.
+  // `work`, keeping the memory of `storages` alive until it has finished (no allocation
+  // for one or two storages).
   absl::StatusOr<Work> Retaining(absl::StatusOr<Work> work,
-                                 std::vector<storage::Storage> storages);
+                                 absl::Span<const storage::Storage> storages);
+  absl::StatusOr<Work> Retaining(absl::StatusOr<Work> work,
+                                 std::initializer_list<storage::Storage> storages) {
+    return Retaining(std::move(work), absl::MakeConstSpan(storages.begin(), storages.size()));
+  }
 
   std::unique_ptr<Communicator> communicator_;
 };

@@ -153,6 +153,10 @@ class Storage {
   CUstream_st* stream() const;
   // How many Storage objects share this memory (views included).
   long use_count() const { return buffer_.use_count(); }
+  // A handle that keeps this storage's memory alive, and nothing else, while work that
+  // runs after the storage may be gone still uses it; null for an undefined storage.
+  // No allocation: it shares the storages' own count.
+  std::shared_ptr<const void> KeepAlive() const { return buffer_; }
   // True if both share one memory.
   bool SharesMemoryWith(const Storage& other) const {
     return buffer_ != nullptr && buffer_ == other.buffer_;

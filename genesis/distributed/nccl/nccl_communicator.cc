@@ -1,16 +1,18 @@
 #include "genesis/distributed/nccl/nccl_communicator.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
-#include <list>
-#include <vector>
+#include <filesystem>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -300,8 +302,7 @@ class NcclWorkState final : public WorkState {
       : WorkState(std::string(), Kind::kPolled),
         summary_(std::move(summary)),
         comm_(std::move(comm)),
-        event_(event),
-        deadline_(absl::Now() + comm_->info.timeout) {}
+        event_(event) {}
   ~NcclWorkState() override {
     // The event goes back to the communicator even while it is pending: the next
     // operation records it again, which is all it is used for, and nothing else waits
@@ -347,7 +348,7 @@ class NcclWorkState final : public WorkState {
                                                     ncclGetErrorString(state)));
       }
     }
-    if (error.ok() && absl::Now() > deadline_) {
+    if (error.ok() && PastDeadline()) {
       error = absl::DeadlineExceededError(
           absl::StrCat(description(), " did not finish within ",
                        absl::FormatDuration(comm_->info.timeout),
@@ -360,10 +361,26 @@ class NcclWorkState final : public WorkState {
   }
 
  private:
+  // Whether the timeout has passed since the operation was first found unfinished: the
+  // clock is read then, not per operation when it is issued (the watchdog looks within
+  // milliseconds, so the timeout stretches by at most that).
+  bool PastDeadline() {
+    const absl::Time now = absl::Now();
+    int64_t deadline = deadline_ns_.load(std::memory_order_relaxed);
+    if (deadline == 0) {
+      const int64_t set = absl::ToUnixNanos(now + comm_->info.timeout);
+      if (deadline_ns_.compare_exchange_strong(deadline, set, std::memory_order_relaxed)) {
+        deadline = set;
+      }
+    }
+    return absl::ToUnixNanos(now) > deadline;
+  }
+
   const OpSummary summary_;
   std::shared_ptr<Comm> comm_;
   cudaEvent_t event_;
-  const absl::Time deadline_;
+  // Unix nanoseconds; 0 until PastDeadline first runs.
+  std::atomic<int64_t> deadline_ns_{0};
 };
 
 // Polls the operations in flight, so that a hang becomes an error even when nobody
@@ -379,36 +396,37 @@ class Watchdog {
     cv_.notify_all();
     thread_.join();
   }
+  // Called per operation: appends to a vector that keeps its capacity (no allocation
+  // once warm).
   void Watch(std::weak_ptr<WorkState> state) {
     std::lock_guard<std::mutex> lock(mu_);
-    states_.push_back(std::move(state));
+    arrived_.push_back(std::move(state));
   }
 
  private:
   void Run() {
+    std::vector<std::weak_ptr<WorkState>> watched;
+    std::vector<std::weak_ptr<WorkState>> taken;
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       cv_.wait_for(lock, std::chrono::milliseconds(5));
-      std::list<std::weak_ptr<WorkState>> states;
-      states.swap(states_);
+      taken.swap(arrived_);  // arrived_ gets taken's emptied capacity.
       lock.unlock();
-      for (auto it = states.begin(); it != states.end();) {
-        std::shared_ptr<WorkState> state = it->lock();
-        if (state == nullptr || state->Done()) {
-          it = states.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      watched.insert(watched.end(), std::make_move_iterator(taken.begin()),
+                     std::make_move_iterator(taken.end()));
+      taken.clear();
+      std::erase_if(watched, [](const std::weak_ptr<WorkState>& w) {
+        std::shared_ptr<WorkState> state = w.lock();
+        return state == nullptr || state->Done();
+      });
       lock.lock();
-      states_.splice(states_.end(), states);
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::list<std::weak_ptr<WorkState>> states_;
+  std::vector<std::weak_ptr<WorkState>> arrived_;  // Under mu_.
   std::thread thread_;
 };
 

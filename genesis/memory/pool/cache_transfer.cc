@@ -52,20 +52,27 @@ void AdoptExitingCache(ThreadCacheRegistry& registry, const std::shared_ptr<Thre
 
 void FoldOwnCurrent(ThreadCache& cache, PoolStats& stats) {
   OwnerLock::AsOwner lock(cache.mu);
+  cache.Settle();
   stats.FoldCurrent(cache.stats);
 }
 
 void FoldAllCaches(ThreadCacheRegistry& registry, PoolStats& stats) {
   std::lock_guard<std::mutex> registry_lock(registry.mu);
   AllCachesLock caches_lock(registry.caches);
-  for (const auto& cache : registry.caches) stats.Fold(cache->stats);
+  for (const auto& cache : registry.caches) {
+    cache->Settle();
+    stats.Fold(cache->stats);
+  }
 }
 
 void ReadAllCaches(ThreadCacheRegistry& registry, CacheFigures* figures) {
   std::lock_guard<std::mutex> registry_lock(registry.mu);
   AllCachesLock caches_lock(registry.caches);
   figures->excess.reserve(registry.caches.size());
-  for (const auto& cache : registry.caches) figures->Add(cache->stats);
+  for (const auto& cache : registry.caches) {
+    cache->Settle();
+    figures->Add(cache->stats);
+  }
 }
 
 }  // namespace genesis::memory::pool_internal

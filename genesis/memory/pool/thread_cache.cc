@@ -20,13 +20,23 @@ ThreadCache::BinVector* ThreadCache::FindBin(size_t size, StreamId stream, bool 
   return bin;
 }
 
+void ThreadCache::SettleHot() {
+  // Fits was checked when the block became hot, counting it.
+  hot.bin->push_back({hot.block, hot.ptr, hot.seq, hot.pool, hot.split});
+  stats.Account</*kTaken=*/false>(hot.pool, static_cast<int64_t>(hot.size),
+                                  static_cast<int64_t>(hot.requested), hot.split);
+  hot.block = nullptr;
+}
+
 void ThreadCache::Forget() {
+  Settle();
   bins.clear();
   for (RecentBin& r : recent) r = {};
   for (HandedOut& h : handed_out) h = {};
 }
 
 void ThreadCache::TakeBlocks(std::vector<Block*>* blocks) {
+  Settle();
   for (auto& [key, bin] : bins) {
     for (const Cached& c : bin) blocks->push_back(c.block);
     bin.clear();

@@ -4,6 +4,14 @@
 // the thread took from it (so that it can free them again without the allocation map);
 // and the thread's unfolded statistics. Another thread takes the lock only to flush the
 // cache, read its statistics or change the observers.
+//
+// The block a thread freed last is held back from its bin as the cache's *hot* block,
+// with its statistics deferred: if the thread's next call allocates the same size on the
+// same stream, it gets that block back and the pair costs a few counters (the common
+// loop that allocates and frees one buffer, or the same buffers, again and again). Any
+// other call settles the hot block first (it goes into its bin and its statistics are
+// folded in as a push), as does anyone who reads or takes the cache, so what the
+// statistics say, peaks included, is what they would say without it.
 #ifndef GENESIS_MEMORY_POOL_THREAD_CACHE_H_
 #define GENESIS_MEMORY_POOL_THREAD_CACHE_H_
 
@@ -112,6 +120,27 @@ struct ThreadCache {
     return static_cast<int>(((reinterpret_cast<uintptr_t>(p) >> 9) * 0x9E3779B97F4A7C15ull) >>
                             56);
   }
+  // The block freed last, not yet in its bin (block == nullptr: none). It is
+  // kThreadCached and counted in `bytes` and by its bin's limit; its push into the bin
+  // and the statistics of that push wait until Settle.
+  struct Hot {
+    Block* block = nullptr;
+    char* ptr = nullptr;
+    size_t size = 0;
+    StreamId stream = kNoStream;
+    size_t requested = 0;  // Of the allocation that was freed.
+    uint64_t seq = 0;      // Its alloc_seq.
+    BinVector* bin = nullptr;
+    int pool = 0;
+    bool split = false;
+  };
+  Hot hot;
+
+  // Holding `mu`. Puts the hot block, if any, into its bin and accounts for it there.
+  void Settle() {
+    if (hot.block != nullptr) [[unlikely]] SettleHot();
+  }
+
   // What this thread's fast path did since its figures were last folded into the
   // pool's atomics. Guarded by `mu`, like the bins, so a flush folds them together with
   // the blocks, and the common path writes no shared cache line.
@@ -124,6 +153,10 @@ struct ThreadCache {
   // it in `stats`; nullptr if the cache has none.
   char* Pop(size_t size, StreamId stream, size_t requested) {
     OwnerLock::AsOwner lock(mu);
+    if (hot.block != nullptr) {
+      if (hot.size == size && hot.stream == stream) [[likely]] return TakeHot(requested);
+      SettleHot();
+    }
     BinVector* bin = Bin(size, stream, /*create=*/false);
     if (bin == nullptr || bin->empty()) return nullptr;
     const Cached& c = bin->back();
@@ -150,6 +183,7 @@ struct ThreadCache {
   // changed) if `limits` leave no room for it.
   bool PushLocked(Block* b, size_t requested, uint64_t seq, const ThreadCacheLimits& limits) {
     if (b->pool != kSmall && !limits.large_blocks) return false;
+    Settle();
     return PushInto(*Bin(b->size, b->stream, /*create=*/true), b, requested, seq, limits);
   }
 
@@ -180,8 +214,19 @@ struct ThreadCache {
     }
     const size_t requested = b->requested.load(std::memory_order_relaxed);
     if (freed != nullptr) *freed = {b->size, requested, b->stream};
-    // It came from this cache, so its pool's blocks may be cached.
-    return PushInto(*slot_bin, b, requested, seq, limits);
+    // It came from this cache, so its pool's blocks may be cached. It becomes the hot
+    // block, in place of the one before.
+    Settle();
+    const size_t size = b->size;
+    if (!Fits(*slot_bin, size, limits)) return false;
+    const int pool = b->pool;
+    const bool split = b->split;
+    hot = {b, b->ptr, size, b->stream, requested, seq, slot_bin, pool, split};
+    AddBytes(static_cast<int64_t>(size));
+    b->state.store(State::kThreadCached, std::memory_order_relaxed);
+    b->requested.store(0, std::memory_order_relaxed);
+    stats.RaiseForDeferredPush(pool, static_cast<int64_t>(size), split);
+    return true;
   }
 
   // Holding `mu`. Forgets the bins, the recent bins and the handed-out blocks (a cache
@@ -193,12 +238,39 @@ struct ThreadCache {
   void TakeBlocks(std::vector<Block*>* blocks);
 
  private:
+  // Whether `limits` leave room in the cache and in `bin` for a block of `size` (the
+  // hot block, if any, already counted in both).
+  bool Fits(const BinVector& bin, size_t size, const ThreadCacheLimits& limits) const {
+    return bytes.load(std::memory_order_relaxed) + size <= limits.max_bytes &&
+           bin.size() < limits.max_blocks_per_bin;
+  }
+
+  // Holding `mu` as owner. Hands the hot block out again for `requested` bytes: as Pop
+  // does, with the deferred push and this pop accounted for as one pair.
+  char* TakeHot(size_t requested) {
+    Block* const b = hot.block;
+    char* const ptr = hot.ptr;
+    const uint64_t seq = hot.seq + 1;
+    hot.block = nullptr;
+    AddBytes(-static_cast<int64_t>(hot.size));
+    b->requested.store(requested, std::memory_order_relaxed);
+    b->alloc_seq.store(seq, std::memory_order_relaxed);
+    b->state.store(State::kAllocated, std::memory_order_relaxed);
+    handed_out[SlotFor(ptr)] = {ptr, b, seq, hot.bin};
+    stats.AccountPair(hot.pool, static_cast<int64_t>(hot.size),
+                      static_cast<int64_t>(hot.requested), static_cast<int64_t>(requested),
+                      hot.split);
+    return ptr;
+  }
+
+  // Settle, for a cache that holds a hot block.
+  void SettleHot();
+
   // PushLocked into `bin`, the bin of the block's size and stream.
   bool PushInto(BinVector& bin, Block* b, size_t requested, uint64_t seq,
                 const ThreadCacheLimits& limits) {
     const size_t size = b->size;
-    if (bytes.load(std::memory_order_relaxed) + size > limits.max_bytes) return false;
-    if (bin.size() >= limits.max_blocks_per_bin) return false;
+    if (!Fits(bin, size, limits)) return false;
     const int pool = b->pool;
     const bool split = b->split;
     bin.push_back({b, b->ptr, seq, pool, split});

@@ -1,7 +1,10 @@
 #include "genesis/memory/pool/thread_cache.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "genesis/memory/owner_lock.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -123,6 +126,128 @@ TEST(ThreadCacheTest, TakeBlocksEmptiesEveryBin) {
   EXPECT_EQ(cache.bytes.load(), 0u);
   EXPECT_EQ(cache.Pop(4096, kStream, 1), nullptr);
   EXPECT_EQ(cache.Pop(8192, kStream, 1), nullptr);
+}
+
+TEST(ThreadCacheTest, TheBlockFreedLastIsHandedOutAgainFirst) {
+  ThreadCache cache;
+  TestBlock a(0x10000000, 4096), b(0x20000000, 4096);
+  ASSERT_TRUE(cache.Push(&a.block, 1, kLimits));
+  ASSERT_TRUE(cache.Push(&b.block, 1, kLimits));
+  char* const p = cache.Pop(4096, kStream, 10);
+  ASSERT_TRUE(cache.FreeOwn(p, kLimits, nullptr));
+  EXPECT_EQ(cache.hot.ptr, p);
+  EXPECT_EQ(cache.bytes.load(), 8192u);  // The hot block is counted as cached.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(cache.Pop(4096, kStream, 20 + i), p);  // The same block, not its bin's top.
+    EXPECT_EQ(cache.bytes.load(), 4096u);
+    ASSERT_TRUE(cache.FreeOwn(p, kLimits, nullptr));
+  }
+  // A free of it again is not this thread's to take (the ordinary path calls it a
+  // double free), and a request of another size settles it into its bin first.
+  EXPECT_FALSE(cache.FreeOwn(p, kLimits, nullptr));
+  EXPECT_EQ(cache.Pop(8192, kStream, 1), nullptr);
+  EXPECT_EQ(cache.hot.block, nullptr);
+  EXPECT_NE(cache.Pop(4096, kStream, 1), nullptr);
+  EXPECT_NE(cache.Pop(4096, kStream, 1), nullptr);
+  EXPECT_EQ(cache.Pop(4096, kStream, 1), nullptr);
+}
+
+// The free of a hot pair raised the cached and inactive-split highs as a push would,
+// though its statistics were deferred and the pair left the gauges where they were.
+TEST(ThreadCacheTest, AHotPairRaisesTheHighsOfItsFree) {
+  ThreadCache cache;
+  TestBlock b(0x10000000, 4096);
+  ASSERT_TRUE(cache.Push(&b.block, 1, kLimits));
+  char* const p = cache.Pop(4096, kStream, 100);
+  cache.stats.ClearUnfolded();  // As after a fold: the highs start from here.
+  ASSERT_TRUE(cache.FreeOwn(p, kLimits, nullptr));
+  ASSERT_EQ(cache.Pop(4096, kStream, 300), p);
+  {
+    OwnerLock::AsOwner lock(cache.mu);
+    cache.Settle();  // Nothing hot: the pair is already accounted for.
+  }
+  EXPECT_EQ(cache.stats.High(kSmall, kCachedBytes), 4096);
+  EXPECT_EQ(cache.stats.High(kSmall, kInactiveSplitBytes), 4096);
+  EXPECT_EQ(cache.stats.High(kAllPools, kCachedBytes), 4096);
+  EXPECT_EQ(cache.stats.Change(kSmall, kCachedBytes), 0);
+  EXPECT_EQ(cache.stats.Change(kSmall, kRequestedBytes), 200);
+  EXPECT_EQ(cache.stats.High(kSmall, kRequestedBytes), 200);
+}
+
+// The hot block defers statistics; settled, every figure is what the cache would have
+// without it: the same operations on a cache settled after each one agree on every
+// change, high and total.
+TEST(ThreadCacheTest, HotBlockStatisticsAreExactOnceSettled) {
+  ThreadCache lazy, eager;
+  std::vector<std::unique_ptr<TestBlock>> blocks_lazy, blocks_eager;
+  for (int i = 0; i < 4; ++i) {
+    blocks_lazy.push_back(
+        std::make_unique<TestBlock>(0x10000000 + i * 0x100000, i < 2 ? 4096 : 8192));
+    blocks_eager.push_back(
+        std::make_unique<TestBlock>(0x10000000 + i * 0x100000, i < 2 ? 4096 : 8192));
+    blocks_lazy[i]->block.split = i % 2 == 0;
+    blocks_eager[i]->block.split = i % 2 == 0;
+    ASSERT_TRUE(lazy.Push(&blocks_lazy[i]->block, 5, kLimits));
+    ASSERT_TRUE(eager.Push(&blocks_eager[i]->block, 5, kLimits));
+  }
+  auto settle = [](ThreadCache& c) {
+    OwnerLock::AsOwner lock(c.mu);
+    c.Settle();
+  };
+  // Start with every block handed out and the figures cleared, as after a fold, so
+  // that the highs come from the operations below (hot pairs included).
+  std::vector<char*> held;
+  for (size_t size : {4096, 4096, 8192, 8192}) {
+    char* p = lazy.Pop(size, kStream, 5);
+    ASSERT_EQ(eager.Pop(size, kStream, 5), p);
+    held.push_back(p);
+  }
+  for (ThreadCache* c : {&lazy, &eager}) {
+    c->stats.ClearUnfolded();
+    c->stats.ClearTotals();
+  }
+  uint64_t state = 12345;
+  for (int step = 0; step < 400; ++step) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const int r = static_cast<int>(state >> 33);
+    if (held.empty() || (r % 3 == 0 && held.size() < 4)) {
+      const size_t size = r % 2 ? 4096 : 8192;
+      const size_t requested = 1 + r % 4000;
+      char* p = lazy.Pop(size, kStream, requested);
+      char* q = eager.Pop(size, kStream, requested);
+      settle(eager);
+      ASSERT_EQ(p == nullptr, q == nullptr) << "step " << step;
+      if (p != nullptr) held.push_back(p);
+    } else {
+      char* p = held[r % held.size()];
+      std::erase(held, p);
+      ASSERT_TRUE(lazy.FreeOwn(p, kLimits, nullptr)) << "step " << step;
+      ASSERT_TRUE(eager.FreeOwn(p, kLimits, nullptr)) << "step " << step;
+      settle(eager);
+    }
+  }
+  settle(lazy);
+  EXPECT_EQ(lazy.bytes.load(), eager.bytes.load());
+  for (int p = 0; p < kNumStatPools; ++p) {
+    for (int g = 0; g < kNumGauges; ++g) {
+      EXPECT_EQ(lazy.stats.Change(p, static_cast<Gauge>(g)),
+                eager.stats.Change(p, static_cast<Gauge>(g))) << "pool " << p << " gauge " << g;
+      EXPECT_EQ(lazy.stats.High(p, static_cast<Gauge>(g)),
+                eager.stats.High(p, static_cast<Gauge>(g))) << "pool " << p << " gauge " << g;
+    }
+  }
+  int64_t up_lazy[kNumGauges][kNumStatPools] = {}, down_lazy[kNumGauges][kNumStatPools] = {};
+  int64_t up_eager[kNumGauges][kNumStatPools] = {}, down_eager[kNumGauges][kNumStatPools] = {};
+  int64_t counters_lazy[kNumCounters] = {}, counters_eager[kNumCounters] = {};
+  lazy.stats.AddTotals(up_lazy, down_lazy, counters_lazy);
+  eager.stats.AddTotals(up_eager, down_eager, counters_eager);
+  for (int g = 0; g < kNumGauges; ++g) {
+    for (int p = 0; p < kNumStatPools; ++p) {
+      EXPECT_EQ(up_lazy[g][p], up_eager[g][p]) << "gauge " << g << " pool " << p;
+      EXPECT_EQ(down_lazy[g][p], down_eager[g][p]) << "gauge " << g << " pool " << p;
+    }
+  }
+  for (int c = 0; c < kNumCounters; ++c) EXPECT_EQ(counters_lazy[c], counters_eager[c]);
 }
 
 }  // namespace

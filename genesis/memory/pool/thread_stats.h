@@ -56,6 +56,37 @@ class ThreadStats {
     }
   }
 
+  // A block of `size` bytes (`split` as in Account) put into the cache with its push
+  // deferred (the cache's hot block): raises the highs that the push would raise,
+  // changing nothing else. Account<false> or AccountPair follows.
+  void RaiseForDeferredPush(int pool, int64_t size, bool split) {
+    const int64_t split_size = split ? size : 0;
+    const Changes& u = unfolded_[pool];
+    const Changes& other = unfolded_[kSmall + kLarge - pool];
+    Raise(highs_[pool].cached, size - u.allocated);
+    Raise(highs_[pool].split, u.split + split_size);
+    Raise(highs_[kAllPools].cached, size - (u.allocated + other.allocated));
+    Raise(highs_[kAllPools].split, u.split + split_size + other.split);
+  }
+
+  // The deferred push of a block (`requested_before` bytes asked for), then taking it
+  // again for `requested` bytes: Account<false> and Account<true> in one, with no
+  // change to the allocated and split gauges.
+  void AccountPair(int pool, int64_t size, int64_t requested_before, int64_t requested,
+                   bool split) {
+    Totals& t = totals_[pool];
+    t.popped += size;
+    t.requested_popped += requested;
+    t.split_popped += split ? size : 0;
+    ++t.num_popped;
+    ++t.num_pushed;
+    Changes& u = unfolded_[pool];
+    u.requested += requested - requested_before;
+    Raise(highs_[pool].requested, u.requested);
+    Raise(highs_[kAllPools].requested,
+          u.requested + unfolded_[kSmall + kLarge - pool].requested);
+  }
+
   // The unfolded change of gauge `g` of stats pool `p` (0 for gauges the fast path does
   // not move).
   int64_t Change(int p, Gauge g) const;

@@ -48,6 +48,7 @@ struct PairRow {
   std::string figure_text;    // "31.2 ns", "51.4 GB/s", or why there is none.
   std::string baseline_text;
   double ratio = 0;           // Speed-up (bench_suites.h); 0 when either is missing.
+  double target = 0;          // TargetFor the pair on the machine that ran it; 0: none.
   std::string met;            // "yes", "no", or "" without a target or ratio.
 };
 

@@ -86,6 +86,15 @@ std::vector<BenchRun> MakeRuns() {
   };
 }
 
+}  // namespace
+
+double TargetFor(const BenchPair& pair, int cpus) {
+  if (pair.scaling_threads <= 0 || pair.target <= 0) return pair.target;
+  return pair.target * std::min(pair.scaling_threads, std::max(cpus, 1));
+}
+
+namespace {
+
 BenchPair Pair(std::string run_id, std::string label, std::string figure,
                std::string baseline_label, std::string baseline,
                BenchMetric metric = BenchMetric::kTime, double target = 0) {
@@ -101,6 +110,15 @@ BenchPair Pair(std::string run_id, std::string label, std::string figure,
   return p;
 }
 
+// Thread scaling: at least this fraction of one thread's throughput per thread that has
+// a core of its own.
+constexpr double kScalingPerCore = 0.8;
+
+BenchPair Scaling(BenchPair p, int threads) {
+  p.scaling_threads = threads;
+  return p;
+}
+
 void AddAllocPairs(std::vector<BenchPair>& pairs) {
   for (int64_t size : kPoolSizes) {
     const std::string s = absl::StrCat(size);
@@ -110,10 +128,13 @@ void AddAllocPairs(std::vector<BenchPair>& pairs) {
                                                      Threads(threads)),
                            "BM_HostPool/" + s + t, "malloc + free", "BM_Malloc/" + s + t));
     }
-    pairs.push_back(Pair("alloc_cpu",
-                         absl::StrCat("host pool, ", SizeName(size), ", 16 threads (throughput)"),
-                         "BM_HostPool/" + s + "/real_time/threads:16", "the same, 1 thread",
-                         "BM_HostPool/" + s + "/real_time/threads:1", BenchMetric::kTime, 8));
+    pairs.push_back(Scaling(Pair("alloc_cpu",
+                                 absl::StrCat("host pool, ", SizeName(size),
+                                              ", 16 threads (throughput)"),
+                                 "BM_HostPool/" + s + "/real_time/threads:16",
+                                 "the same, 1 thread", "BM_HostPool/" + s + "/real_time/threads:1",
+                                 BenchMetric::kTime, kScalingPerCore),
+                            16));
   }
   for (int64_t size : kPoolSizes) {
     const std::string s = absl::StrCat(size);
@@ -130,10 +151,14 @@ void AddAllocPairs(std::vector<BenchPair>& pairs) {
                            "BM_DevicePool/" + s + "/real_time/threads:1", "cudaMalloc + cudaFree",
                            "BM_CudaMalloc/" + s + "/real_time"));
     }
-    pairs.push_back(Pair("alloc_cuda",
-                         absl::StrCat("device pool, ", SizeName(size), ", 16 threads (throughput)"),
-                         "BM_DevicePool/" + s + "/real_time/threads:16", "the same, 1 thread",
-                         "BM_DevicePool/" + s + "/real_time/threads:1", BenchMetric::kTime, 8));
+    pairs.push_back(Scaling(Pair("alloc_cuda",
+                                 absl::StrCat("device pool, ", SizeName(size),
+                                              ", 16 threads (throughput)"),
+                                 "BM_DevicePool/" + s + "/real_time/threads:16",
+                                 "the same, 1 thread",
+                                 "BM_DevicePool/" + s + "/real_time/threads:1",
+                                 BenchMetric::kTime, kScalingPerCore),
+                            16));
   }
   pairs.push_back(Pair("alloc_cuda", "pinned pool, 64 MiB, 1 thread",
                        "BM_PinnedPool/67108864/real_time/threads:1", "cudaHostAlloc + cudaFreeHost",

@@ -57,6 +57,9 @@ struct BenchPair {
   std::string baseline;        // run_name of the baseline benchmark.
   BenchMetric metric = BenchMetric::kTime;
   double target = 0;           // Least acceptable ratio; 0: no target.
+  // Thread scaling: the target is target x min(scaling_threads, the CPUs of the machine
+  // that ran it) (0: `target` as it is). A 16-thread row on 2 cores cannot show 16x.
+  int scaling_threads = 0;
   std::string target_source;   // Where the target is stated ("README"), for the report.
   // Left out of the report when neither benchmark ran (rows for GPUs or traces this
   // machine lacks); otherwise a missing benchmark is reported as such.
@@ -74,6 +77,9 @@ const std::vector<BenchSuite>& BenchSuites();
 
 // Every run of every suite, in the order they run.
 const std::vector<BenchRun>& BenchRuns();
+
+// The target of `pair` on a machine of `cpus` CPUs (BenchPair::scaling_threads).
+double TargetFor(const BenchPair& pair, int cpus);
 
 // Every pair of every run, in report order.
 const std::vector<BenchPair>& BenchPairs();

@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -67,11 +68,27 @@ TEST(BenchSuitesTest, ReadmeTargetsAreThere) {
     }
     if (p.figure == "BM_HostPool/512/real_time/threads:16" &&
         p.baseline == "BM_HostPool/512/real_time/threads:1") {
-      threads = p.target == 8;
+      // 0.8 of one thread's throughput per thread that has a core.
+      threads = p.target == 0.8 && p.scaling_threads == 16;
+      EXPECT_DOUBLE_EQ(TargetFor(p, 2), 1.6);
+      EXPECT_DOUBLE_EQ(TargetFor(p, 16), 12.8);
+      EXPECT_DOUBLE_EQ(TargetFor(p, 128), 12.8);
+      EXPECT_DOUBLE_EQ(TargetFor(p, 0), 0.8);  // CPUs unknown: as on one core.
     }
   }
   EXPECT_TRUE(pool_vs_async);
   EXPECT_TRUE(threads);
+}
+
+TEST(BenchSuitesTest, EveryThreadScalingTargetDependsOnTheCores) {
+  for (const BenchPair& p : BenchPairs()) {
+    if (absl::StrContains(p.label, "threads (throughput)")) {
+      EXPECT_EQ(p.scaling_threads, 16) << p.label;
+    } else {
+      EXPECT_EQ(p.scaling_threads, 0) << p.label;
+      EXPECT_DOUBLE_EQ(TargetFor(p, 2), p.target) << p.label;
+    }
+  }
 }
 
 TEST(BenchSuitesTest, PeerMatrixCoversEightGpus) {

@@ -18,6 +18,8 @@
 // at the start of two large pool storages, so sizes up to a piece of the pool's
 // expandable segments (32 MiB) run on registered memory and larger ones unregistered.
 // Rank 0 prints the registration counters at the end. Compare two runs, one with each.
+// --symmetric puts genesis's buffers in symmetric memory (one NCCL window,
+// distributed/symmetric_window.h), where NCCL runs its symmetric kernels.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -44,6 +46,7 @@
 #include "genesis/cuda/stream.h"
 #include "genesis/distributed/bucketed.h"
 #include "genesis/distributed/process_group_factory.h"
+#include "genesis/distributed/symmetric_window.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, backend, "nccl", "nccl (GPU storages) or gloo (CPU storages)");
@@ -62,6 +65,8 @@ ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients"
 ABSL_FLAG(bool, register, false,
           "nccl: register the group's pool buffers with NCCL (GroupOptions::"
           "nccl_register_buffers; GENESIS_NCCL_REGISTER overrides it)");
+ABSL_FLAG(bool, symmetric, false,
+          "genesis's buffers in symmetric memory (an NCCL window: symmetric_window.h)");
 ABSL_FLAG(int, graph_ops, 0,
           "nccl: also time this many all_reduces of --graph_bytes issued eagerly and "
           "captured into one CUDA graph, genesis and NCCL called directly (0: off)");
@@ -418,6 +423,18 @@ absl::Status RunRank() {
   const int64_t elements = static_cast<int64_t>(max_bytes / 4);
   GENESIS_ASSIGN_OR_RETURN(Storage a, storage::Ones({elements}, DType::kFloat32, group->device()));
   GENESIS_ASSIGN_OR_RETURN(Storage b, storage::Zeros({elements}, DType::kFloat32, group->device()));
+  std::shared_ptr<distributed::SymmetricWindow> window;
+  if (absl::GetFlag(FLAGS_symmetric)) {
+    // Both buffers in one NCCL window, at the same offsets on every rank.
+    GENESIS_ASSIGN_OR_RETURN(window, distributed::SymmetricWindow::Create(*group, 2 * max_bytes));
+    GENESIS_ASSIGN_OR_RETURN(Storage wa, window->Allocate({elements}, DType::kFloat32));
+    GENESIS_ASSIGN_OR_RETURN(Storage wb, window->Allocate({elements}, DType::kFloat32));
+    GENESIS_RETURN_IF_ERROR(wa.CopyFrom(a));
+    GENESIS_RETURN_IF_ERROR(wb.CopyFrom(b));
+    a = wa;
+    b = wb;
+    if (root) std::printf("# genesis rows on symmetric memory (one NCCL window)\n");
+  }
   if (root) PrintHeader(*group, library, static_cast<bool>(raw));
   std::vector<Row> rows;
   const std::vector<std::string> ops = absl::StrSplit(absl::GetFlag(FLAGS_ops), ',');

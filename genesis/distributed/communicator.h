@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "genesis/core/device.h"
@@ -74,6 +75,16 @@ struct PeerOp {
   int tag = 0;
 };
 
+// Device memory registered with every rank of a group as one symmetric window (NCCL's
+// symmetric memory, ncclCommWindowRegister): NCCL's symmetric kernels serve collectives
+// on buffers inside it when every rank's buffer is at the same offset. Dropping the
+// last reference deregisters the window (on this rank alone) and frees the memory.
+struct SymmetricMemory {
+  virtual ~SymmetricMemory() = default;
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -112,6 +123,16 @@ class Communicator {
   // Makes the communicator unusable with `why`: pending operations fail, nothing waits
   // for peers any more.
   virtual void Abort(const absl::Status& why) = 0;
+
+  // `bytes` of new device memory registered as a symmetric window on every rank:
+  // collective (every rank calls it with the same size; the registration itself waits
+  // for all of them). Unimplemented for backends without symmetric memory (Gloo).
+  virtual absl::StatusOr<std::shared_ptr<SymmetricMemory>> AllocateSymmetric(size_t bytes) {
+    (void)bytes;
+    return absl::UnimplementedError(
+        absl::StrCat("symmetric memory needs an NCCL group; ", info().Describe(), " is ",
+                     info().backend));
+  }
 };
 
 }  // namespace genesis::distributed

@@ -20,6 +20,7 @@
 #include "genesis/distributed/process_group.h"
 #include "genesis/distributed/process_group_factory.h"
 #include "genesis/distributed/store.h"
+#include "genesis/distributed/symmetric_window.h"
 #include "genesis/distributed/testing/collective_checks.h"
 #include "genesis/distributed/testing/multi_process.h"
 #include "genesis/storage/storage.h"
@@ -297,6 +298,17 @@ TEST(GlooGroupTest, BadInputIsRefusedWithTheValueNamed) {
     // Nothing was queued: a real collective still works afterwards.
     GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(three, ReduceOp::kSum));
     GENESIS_RETURN_IF_BAD(w.Wait());
+    return "";
+  });
+}
+
+TEST(GlooGroupTest, SymmetricMemoryNeedsAnNcclGroup) {
+  RunGroup(1, [](ProcessGroup& group) -> std::string {
+    absl::StatusOr<std::shared_ptr<SymmetricWindow>> window = SymmetricWindow::Create(group, 4096);
+    if (window.status().code() != absl::StatusCode::kUnimplemented ||
+        !absl::StrContains(window.status().message(), "symmetric memory needs an NCCL group")) {
+      return absl::StrCat("gloo window: ", window.status().ToString());
+    }
     return "";
   });
 }

@@ -104,6 +104,14 @@ class ProcessGroup {
   // Returns a Work that finishes once every rank has reached the barrier.
   absl::StatusOr<Work> Barrier();
 
+  // Symmetric memory (NCCL groups): `bytes` of new device memory registered on every
+  // rank as one NCCL window, for SymmetricWindow (symmetric_window.h). Collective: every
+  // rank calls it with the same size. Unimplemented for Gloo groups; FailedPrecondition
+  // where NCCL has no symmetric support here or another rank failed to allocate.
+  absl::StatusOr<std::shared_ptr<SymmetricMemory>> AllocateSymmetric(size_t bytes) {
+    return communicator_->AllocateSymmetric(bytes);
+  }
+
   // A group of the ranks in `ranks` (distinct, in [0, size())), named `name`; every rank
   // of this group calls it with the same arguments, with no operation in flight. Members
   // get the new group (their rank is their index in the sorted ranks); the others get

@@ -435,6 +435,7 @@ class NcclCommunicator final : public Communicator {
   explicit NcclCommunicator(std::shared_ptr<Comm> comm) : comm_(std::move(comm)) {}
   ~NcclCommunicator() override {
     if (barrier_buffer_ != nullptr) cudaFree(barrier_buffer_);
+    if (agree_buffer_ != nullptr) cudaFree(agree_buffer_);
   }
 
   const GroupInfo& info() const override { return comm_->info; }
@@ -604,12 +605,102 @@ class NcclCommunicator final : public Communicator {
 
   void Abort(const absl::Status& why) override { comm_->Fail(why); }
 
+  absl::StatusOr<std::shared_ptr<SymmetricMemory>> AllocateSymmetric(size_t bytes) override {
+    GENESIS_RETURN_IF_ERROR(comm_->health.Check());
+    if (bytes == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("symmetric memory of 0 bytes in ", comm_->info.Describe()));
+    }
+    GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
+                             cuda::DeviceGuard::Create(comm_->info.device.index()));
+    auto memory = std::make_shared<NcclSymmetricMemory>(comm_);
+    const ncclResult_t allocated = ncclMemAlloc(&memory->data, bytes);
+    if (allocated == ncclSuccess) memory->bytes = bytes;
+    // The registration waits for every rank with no timeout: a rank whose allocation
+    // failed must not leave the others waiting in it, so the ranks agree first (an
+    // operation bounded by the group's timeout).
+    GENESIS_ASSIGN_OR_RETURN(bool all, AllRanksAgree(allocated == ncclSuccess));
+    if (allocated != ncclSuccess) {
+      return NcclError(allocated, absl::StrCat("ncclMemAlloc of ", bytes, " bytes"), nullptr);
+    }
+    if (!all) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "another rank of ", comm_->info.Describe(),
+          " could not allocate its symmetric memory of ", bytes, " bytes"));
+    }
+    absl::Status registered;
+    {
+      std::lock_guard<std::mutex> lock(comm_->mu);
+      if (comm_->comm == nullptr) {
+        registered = comm_->health.Check();
+      } else {
+        registered = comm_->Issued(
+            ncclCommWindowRegister(comm_->comm, memory->data, bytes, &memory->window,
+                                   NCCL_WIN_COLL_SYMMETRIC),
+            "ncclCommWindowRegister");
+      }
+    }
+    if (!registered.ok()) {
+      absl::Status error(registered.code(),
+                         absl::StrCat("registering ", bytes, " bytes of symmetric memory in ",
+                                      comm_->info.Describe(), " failed: ",
+                                      registered.message()));
+      comm_->Fail(error);
+      return error;
+    }
+    if (memory->window == nullptr) {
+      // NCCL returns success without a window where the communicator has no symmetric
+      // support (and local registration is off); every rank sees the same.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "NCCL registered no symmetric window in ", comm_->info.Describe(),
+          ": this communicator has no symmetric memory support (it needs CUDA's virtual "
+          "memory management and every rank reachable over NVLink or PCIe peer access "
+          "on one node)"));
+    }
+    return std::shared_ptr<SymmetricMemory>(std::move(memory));
+  }
+
   RegistrationStats registration_stats() const {
     return comm_->registrations != nullptr ? comm_->registrations->stats()
                                            : RegistrationStats();
   }
 
  private:
+  // Symmetric memory from ncclMemAlloc, registered as a window of `comm`.
+  struct NcclSymmetricMemory final : SymmetricMemory {
+    explicit NcclSymmetricMemory(std::shared_ptr<Comm> c) : comm(std::move(c)) {}
+    ~NcclSymmetricMemory() override {
+      absl::StatusOr<cuda::DeviceGuard> guard =
+          cuda::DeviceGuard::Create(comm->info.device.index());
+      if (window != nullptr) {
+        std::lock_guard<std::mutex> lock(comm->mu);
+        // Local to this rank; once the group has failed, its windows went with it.
+        if (comm->comm != nullptr) (void)ncclCommWindowDeregister(comm->comm, window);
+      }
+      if (data != nullptr) (void)ncclMemFree(data);
+    }
+    std::shared_ptr<Comm> comm;
+    ncclWindow_t window = nullptr;
+  };
+
+  // Whether `mine` holds on every rank: a min all_reduce of one float, waited for
+  // (bounded by the group's timeout).
+  absl::StatusOr<bool> AllRanksAgree(bool mine) {
+    if (agree_buffer_ == nullptr) {
+      GENESIS_CUDA_RETURN_IF_ERROR(cudaMalloc(&agree_buffer_, sizeof(float)));
+    }
+    float value = mine ? 1.0f : 0.0f;
+    GENESIS_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(agree_buffer_, &value, sizeof(value), cudaMemcpyHostToDevice));
+    GENESIS_ASSIGN_OR_RETURN(Work work, Issue(OpSummary("agreement"), nullptr, {}, [&](ncclComm_t c) {
+      return ncclAllReduce(agree_buffer_, agree_buffer_, 1, ncclFloat32, ncclMin, c, nullptr);
+    }));
+    GENESIS_RETURN_IF_ERROR(work.Wait());
+    GENESIS_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(&value, agree_buffer_, sizeof(value), cudaMemcpyDeviceToHost));
+    return value == 1.0f;
+  }
+
   // Issues `call` on the communicator (under its lock, on its device), after
   // registering the pieces of `buffers` that need it, and returns a Work that completes
   // with the stream's work. While `stream` is captured into a CUDA graph, NCCL records
@@ -664,6 +755,7 @@ class NcclCommunicator final : public Communicator {
 
   std::shared_ptr<Comm> comm_;
   void* barrier_buffer_ = nullptr;
+  void* agree_buffer_ = nullptr;  // AllRanksAgree's float.
 };
 
 }  // namespace

@@ -15,7 +15,9 @@
 //   reducer           backward with the Reducer, up to the end of Finish's work.
 // Exposed communication is a step's time less the backward's; the goal (PyTorch DDP's)
 // is at most 10% of the flat all_reduce. Gradients as separate storages (packed
-// buckets) and as views of one flat buffer (in place); 25 MiB buckets, the first 1 MiB.
+// buckets) and as views of one flat buffer (in place); --bucket (25 MiB) buckets, the
+// first --first_bucket (1 MiB): the last bucket cannot start before backward ends, so
+// its collective is always exposed.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -50,6 +52,8 @@ ABSL_FLAG(std::string, total, "100MiB", "bytes of gradients in each model");
 ABSL_FLAG(int, backward_us, 2000, "the backward pass's compute, split evenly over layers");
 ABSL_FLAG(int, iters, 20, "timed steps per row");
 ABSL_FLAG(int, warmup, 3, "untimed steps per row first");
+ABSL_FLAG(std::string, bucket, "25MiB", "the most bytes of a bucket");
+ABSL_FLAG(std::string, first_bucket, "1MiB", "the first bucket's limit");
 
 namespace genesis::benchmarks {
 namespace {
@@ -61,8 +65,6 @@ using distributed::ReduceOp;
 using distributed::Work;
 using storage::Storage;
 
-constexpr BucketOptions kBuckets{.bucket_bytes = size_t{25} << 20,
-                                 .first_bucket_bytes = size_t{1} << 20};
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -134,10 +136,16 @@ absl::Status RunRank() {
                            cuda::GetDeviceProperties(device.index()));
   GENESIS_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::Stream::Create(device.index()));
   GENESIS_ASSIGN_OR_RETURN(uint64_t total, ParseByteSize(absl::GetFlag(FLAGS_total)));
+  BucketOptions buckets;
+  GENESIS_ASSIGN_OR_RETURN(buckets.bucket_bytes, ParseByteSize(absl::GetFlag(FLAGS_bucket)));
+  GENESIS_ASSIGN_OR_RETURN(buckets.first_bucket_bytes,
+                           ParseByteSize(absl::GetFlag(FLAGS_first_bucket)));
   if (root) {
     std::printf("# reducer with a synthetic backward: %d ranks, %s of float32 gradients, "
-                "%d us of backward compute, 25 MiB buckets (first 1 MiB); times in us\n",
-                group->size(), FormatByteSize(total).c_str(), absl::GetFlag(FLAGS_backward_us));
+                "%d us of backward compute, %s buckets (first %s); times in us\n",
+                group->size(), FormatByteSize(total).c_str(), absl::GetFlag(FLAGS_backward_us),
+                FormatByteSize(buckets.bucket_bytes).c_str(),
+                FormatByteSize(buckets.first_bucket_bytes).c_str());
     std::printf("%-7s %-9s %10s %10s %10s %10s %9s %10s %10s %9s\n", "layers", "gradients",
                 "backward", "flat a_r", "after bw", "exposed", "of flat", "reducer",
                 "exposed", "of flat");
@@ -169,10 +177,10 @@ absl::Status RunRank() {
           {"views", &model.views}}) {
       GENESIS_ASSIGN_OR_RETURN(double serial, Time(*group, stream, [&]() -> absl::Status {
         GENESIS_RETURN_IF_ERROR(backward());
-        return distributed::BucketedAllReduce(*group, *grads, ReduceOp::kSum, kBuckets).status();
+        return distributed::BucketedAllReduce(*group, *grads, ReduceOp::kSum, buckets).status();
       }));
       GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<Reducer> reducer,
-                               Reducer::Create(*group, *grads, ReduceOp::kSum, kBuckets));
+                               Reducer::Create(*group, *grads, ReduceOp::kSum, buckets));
       GENESIS_ASSIGN_OR_RETURN(double overlapped, Time(*group, stream, [&]() -> absl::Status {
         for (int l = 0; l < layers; ++l) {
           GENESIS_RETURN_IF_ERROR(layer(l));

@@ -19,9 +19,39 @@ namespace {
 
 using Collective = std::function<absl::StatusOr<Work>(const Storage&)>;
 
+// Joins in-place buckets that lie back to back in one buffer (of one dtype and
+// stream) into one: their memory needs no packing, and one collective over it costs
+// less than several (each pays NCCL's start and ramp).
+std::vector<Bucket> JoinAdjacentInPlace(absl::Span<const Storage> storages,
+                                        std::vector<Bucket> buckets) {
+  std::vector<Bucket> joined;
+  joined.reserve(buckets.size());
+  for (Bucket& b : buckets) {
+    if (!joined.empty() && b.in_place && joined.back().in_place &&
+        joined.back().dtype == b.dtype) {
+      Bucket& prev = joined.back();
+      const Storage& prev_first = storages[prev.members.front()];
+      const Storage& first = storages[b.members.front()];
+      if (prev_first.SharesMemoryWith(first) && prev_first.stream() == first.stream() &&
+          static_cast<const char*>(prev_first.data_ptr()) + prev.bytes ==
+              static_cast<const char*>(first.data_ptr())) {
+        for (size_t k = 0; k < b.members.size(); ++k) {
+          prev.members.push_back(b.members[k]);
+          prev.offsets.push_back(prev.bytes + b.offsets[k]);
+        }
+        prev.bytes += b.bytes;
+        continue;
+      }
+    }
+    joined.push_back(std::move(b));
+  }
+  return joined;
+}
+
 absl::StatusOr<Work> RunBucketed(ProcessGroup& group, absl::Span<const Storage> storages,
                                  const BucketOptions& options, const Collective& collective) {
-  GENESIS_ASSIGN_OR_RETURN(std::vector<Bucket> buckets, PlanBuckets(storages, options));
+  GENESIS_ASSIGN_OR_RETURN(std::vector<Bucket> planned, PlanBuckets(storages, options));
+  const std::vector<Bucket> buckets = JoinAdjacentInPlace(storages, std::move(planned));
   struct Pending {
     const Bucket* bucket;
     Storage flat;

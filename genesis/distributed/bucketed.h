@@ -8,7 +8,9 @@
 // Storages of a bucket are packed into one buffer with the batch copier (the fused copy
 // kernel on a GPU, memcpy on the CPU), reduced with one collective, and unpacked; a
 // bucket that is already one buffer (gradients as views of a flat buffer) goes without
-// copies. Buckets overlap: bucket k's collective runs while bucket k + 1 is packed.
+// copies, and such buckets that lie back to back go as one collective (bucket_bytes
+// bounds what is packed; one collective over memory already in place costs less than
+// several). Buckets overlap: bucket k's collective runs while bucket k + 1 is packed.
 //
 // GPU groups: the call returns once everything is queued. Packing and unpacking run on
 // the storages' stream (which waits for each bucket's collective before unpacking it),

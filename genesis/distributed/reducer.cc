@@ -179,13 +179,17 @@ absl::Status Reducer::StartLocked(size_t b) {
   const Bucket& bucket = buckets_[b];
   CUstream_st* const grad_stream = grads_[bucket.members.front()].stream();
   const bool on_gpu = collective_stream_ != nullptr;
-  if (!bucket.in_place) {
-    GENESIS_RETURN_IF_ERROR(
-        internal::MoveBucket(grads_, bucket, comm_[b], /*pack=*/true, grad_stream));
-  }
+  // GPU: everything of the bucket runs on the collective stream, after the work queued
+  // on the gradients' stream so far: packing, the collective and unpacking. Backward
+  // never writes a gradient again once it is marked ready, so the gradients' stream
+  // need not wait for any of it until Finish.
   if (on_gpu) {
     GENESIS_RETURN_IF_ERROR(
         internal::OrderStreams(grad_stream, collective_stream_, group_.device()));
+  }
+  if (!bucket.in_place) {
+    GENESIS_RETURN_IF_ERROR(internal::MoveBucket(grads_, bucket, comm_[b], /*pack=*/true,
+                                                 collective_stream_));
   }
   absl::StatusOr<Work> work = group_.AllReduce(comm_[b], op_);
   if (!work.ok()) {
@@ -194,6 +198,10 @@ absl::Status Reducer::StartLocked(size_t b) {
   }
   works_[b] = *std::move(work);
   if (on_gpu) {
+    if (!bucket.in_place) {
+      GENESIS_RETURN_IF_ERROR(internal::MoveBucket(grads_, bucket, comm_[b], /*pack=*/false,
+                                                   collective_stream_));
+    }
     if (!reduced_[b].has_value()) {
       GENESIS_ASSIGN_OR_RETURN(reduced_[b], cuda::Event::Create(group_.device().index()));
     }
@@ -227,10 +235,10 @@ absl::StatusOr<Work> Reducer::Finish() {
     const Bucket& bucket = buckets_[b];
     CUstream_st* const grad_stream = grads_[bucket.members.front()].stream();
     if (on_gpu) {
-      status.Update(cuda::WaitEvent(grad_stream, *reduced_[b]));
-    } else {
-      status.Update(works_[b].Wait());
+      status.Update(cuda::WaitEvent(grad_stream, *reduced_[b]));  // Unpacked there too.
+      continue;
     }
+    status.Update(works_[b].Wait());
     if (status.ok() && !bucket.in_place) {
       status.Update(
           internal::MoveBucket(grads_, bucket, comm_[b], /*pack=*/false, grad_stream));

@@ -18,11 +18,11 @@
 // every earlier bucket has started: buckets start in plan order on every rank, so the
 // collectives match across ranks whatever order gradients come in.
 //
-// GPU groups: a bucket's collective runs on a collective stream of the GPU
-// (internal/bucket_memory.h), after the work queued on the gradients' stream when it
-// started, so the kernels that backward queues next run beside it. Finish makes the
-// gradients' stream wait for every bucket and queues the unpacking of packed buckets
-// there; it returns without waiting, and the Work finishes with the last collective.
+// GPU groups: a bucket runs on a collective stream of the GPU (internal/bucket_memory.h),
+// after the work queued on the gradients' stream when it started: packing (for packed
+// buckets), the collective and unpacking, so the kernels that backward queues next run
+// beside all of it. Finish makes the gradients' stream wait for every bucket; it returns
+// without waiting, and the Work finishes with the last collective.
 // Packed buckets keep one buffer each for the Reducer's life. CPU (Gloo) groups: a
 // bucket's collective runs on the group's worker thread while the caller goes on;
 // Finish returns once every bucket is reduced and unpacked.

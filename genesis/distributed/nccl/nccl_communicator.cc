@@ -397,16 +397,28 @@ class Watchdog {
     thread_.join();
   }
   // Called per operation: appends to a vector that keeps its capacity (no allocation
-  // once warm).
-  void Watch(std::weak_ptr<WorkState> state) {
+  // once warm). `stream` is the operation's: operations of one stream finish in order.
+  void Watch(std::weak_ptr<WorkState> state, CUstream_st* stream) {
     std::lock_guard<std::mutex> lock(mu_);
-    arrived_.push_back(std::move(state));
+    arrived_.push_back({std::move(state), stream});
   }
 
  private:
+  struct Watched {
+    std::weak_ptr<WorkState> state;
+    CUstream_st* stream;
+  };
+
+  // Every 5 ms: drops the operations that have finished (or that nobody holds), looking
+  // at each stream's operations in issue order and at none after its first unfinished
+  // one (it cannot have finished either, and its timeout follows from the first's). So
+  // a sweep queries about one event per stream, however many small operations are in
+  // flight: an event query costs more than issuing an operation, and the sweep shares
+  // the driver with the threads that issue.
   void Run() {
-    std::vector<std::weak_ptr<WorkState>> watched;
-    std::vector<std::weak_ptr<WorkState>> taken;
+    std::vector<Watched> watched;
+    std::vector<Watched> taken;
+    std::vector<CUstream_st*> blocked;
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       cv_.wait_for(lock, std::chrono::milliseconds(5));
@@ -415,10 +427,19 @@ class Watchdog {
       watched.insert(watched.end(), std::make_move_iterator(taken.begin()),
                      std::make_move_iterator(taken.end()));
       taken.clear();
-      std::erase_if(watched, [](const std::weak_ptr<WorkState>& w) {
-        std::shared_ptr<WorkState> state = w.lock();
-        return state == nullptr || state->Done();
-      });
+      blocked.clear();
+      size_t kept = 0;
+      for (Watched& w : watched) {
+        const bool behind =
+            std::find(blocked.begin(), blocked.end(), w.stream) != blocked.end();
+        if (!behind) {
+          std::shared_ptr<WorkState> state = w.state.lock();
+          if (state == nullptr || state->Done()) continue;
+          blocked.push_back(w.stream);
+        }
+        watched[kept++] = std::move(w);
+      }
+      watched.resize(kept);
       lock.lock();
     }
   }
@@ -426,7 +447,7 @@ class Watchdog {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::vector<std::weak_ptr<WorkState>> arrived_;  // Under mu_.
+  std::vector<Watched> arrived_;  // Under mu_.
   std::thread thread_;
 };
 
@@ -744,7 +765,7 @@ class NcclCommunicator final : public Communicator {
     }
     if (captured) return Work();
     auto state = std::make_shared<NcclWorkState>(std::move(what), comm_, event);
-    Watchdogs().Watch(state);
+    Watchdogs().Watch(state, stream);
     return Work(state);
   }
 

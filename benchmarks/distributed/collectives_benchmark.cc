@@ -107,28 +107,38 @@ struct Row {
 };
 
 // One operation of genesis's group on the first `bytes` of the buffers.
-absl::StatusOr<Work> Issue(ProcessGroup& group, const std::string& op, const Storage& a,
-                           const Storage& b, size_t bytes) {
-  const int n = group.size();
+// The views one operation of `bytes` works on, made once per size (outside the timing,
+// as a caller's tensors are), from the buffers `a` and `b`.
+struct Operands {
+  Storage x, y;      // The first `bytes` of a and b.
+  Storage a_part;    // The first bytes / n of a (all_gather's input).
+  Storage b_part;    // The first bytes / n of b (reduce_scatter's output).
+};
+
+absl::StatusOr<Operands> MakeOperands(ProcessGroup& group, const Storage& a, const Storage& b,
+                                      size_t bytes) {
   const int64_t count = static_cast<int64_t>(bytes / 4);
-  GENESIS_ASSIGN_OR_RETURN(Storage x, a.Slice(0, 0, count));
-  GENESIS_ASSIGN_OR_RETURN(Storage y, b.Slice(0, 0, count));
-  if (op == "all_reduce") return group.AllReduce(x, ReduceOp::kSum);
-  if (op == "broadcast") return group.Broadcast(x, 0);
-  if (op == "reduce") return group.Reduce(x, 0, ReduceOp::kSum);
-  if (op == "all_to_all") return group.AllToAll(x, y);
-  if (op == "all_gather") {
-    GENESIS_ASSIGN_OR_RETURN(Storage part, a.Slice(0, 0, count / n));
-    return group.AllGather(part, y);
-  }
-  if (op == "reduce_scatter") {
-    GENESIS_ASSIGN_OR_RETURN(Storage part, b.Slice(0, 0, count / n));
-    return group.ReduceScatter(x, part, ReduceOp::kSum);
-  }
+  const int64_t part = count / group.size();
+  Operands o;
+  GENESIS_ASSIGN_OR_RETURN(o.x, a.Slice(0, 0, count));
+  GENESIS_ASSIGN_OR_RETURN(o.y, b.Slice(0, 0, count));
+  GENESIS_ASSIGN_OR_RETURN(o.a_part, a.Slice(0, 0, part));
+  GENESIS_ASSIGN_OR_RETURN(o.b_part, b.Slice(0, 0, part));
+  return o;
+}
+
+absl::StatusOr<Work> Issue(ProcessGroup& group, const std::string& op, const Operands& o) {
+  const int n = group.size();
+  if (op == "all_reduce") return group.AllReduce(o.x, ReduceOp::kSum);
+  if (op == "broadcast") return group.Broadcast(o.x, 0);
+  if (op == "reduce") return group.Reduce(o.x, 0, ReduceOp::kSum);
+  if (op == "all_to_all") return group.AllToAll(o.x, o.y);
+  if (op == "all_gather") return group.AllGather(o.a_part, o.y);
+  if (op == "reduce_scatter") return group.ReduceScatter(o.x, o.b_part, ReduceOp::kSum);
   if (op == "send_recv") {
-    std::vector<distributed::StoragePeerOp> ops = {
-        {distributed::PeerOp::Kind::kSend, x, (group.rank() + 1) % n, 0},
-        {distributed::PeerOp::Kind::kRecv, y, (group.rank() + n - 1) % n, 0}};
+    const distributed::StoragePeerOp ops[] = {
+        {distributed::PeerOp::Kind::kSend, o.x, (group.rank() + 1) % n, 0},
+        {distributed::PeerOp::Kind::kRecv, o.y, (group.rank() + n - 1) % n, 0}};
     return group.SendRecv(ops);
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown operation ", op));
@@ -136,8 +146,9 @@ absl::StatusOr<Work> Issue(ProcessGroup& group, const std::string& op, const Sto
 
 absl::StatusOr<double> TimeGenesis(ProcessGroup& group, const std::string& op, const Storage& a,
                                    const Storage& b, size_t bytes, int warmup, int iters) {
+  GENESIS_ASSIGN_OR_RETURN(Operands o, MakeOperands(group, a, b, bytes));
   for (int i = 0; i < warmup; ++i) {
-    GENESIS_ASSIGN_OR_RETURN(Work w, Issue(group, op, a, b, bytes));
+    GENESIS_ASSIGN_OR_RETURN(Work w, Issue(group, op, o));
     if (i + 1 == warmup) GENESIS_RETURN_IF_ERROR(w.Wait());
   }
   GENESIS_ASSIGN_OR_RETURN(Work barrier, group.Barrier());
@@ -145,7 +156,7 @@ absl::StatusOr<double> TimeGenesis(ProcessGroup& group, const std::string& op, c
   const auto start = std::chrono::steady_clock::now();
   Work last;
   for (int i = 0; i < iters; ++i) {
-    GENESIS_ASSIGN_OR_RETURN(last, Issue(group, op, a, b, bytes));
+    GENESIS_ASSIGN_OR_RETURN(last, Issue(group, op, o));
     // CPU groups: the host buffers are reused, so each operation must finish first.
     if (group.device().is_cpu()) GENESIS_RETURN_IF_ERROR(last.Wait());
   }
@@ -421,14 +432,26 @@ absl::Status RunRank() {
     }
   }
   const int64_t elements = static_cast<int64_t>(max_bytes / 4);
-  GENESIS_ASSIGN_OR_RETURN(Storage a, storage::Ones({elements}, DType::kFloat32, group->device()));
-  GENESIS_ASSIGN_OR_RETURN(Storage b, storage::Zeros({elements}, DType::kFloat32, group->device()));
+  // GPU buffers on a non-blocking stream of their own, as the baseline's (the legacy
+  // default stream synchronises with every other stream, which costs each operation).
+  std::optional<cuda::Stream> stream;
+  storage::StorageOptions on_stream;
+  if (group->device().is_cuda()) {
+    GENESIS_ASSIGN_OR_RETURN(stream, cuda::Stream::Create(group->device().index()));
+    on_stream.stream = stream->native();
+  }
+  GENESIS_ASSIGN_OR_RETURN(Storage a, storage::Ones({elements}, DType::kFloat32, group->device(),
+                                                    on_stream));
+  GENESIS_ASSIGN_OR_RETURN(Storage b, storage::Zeros({elements}, DType::kFloat32, group->device(),
+                                                     on_stream));
   std::shared_ptr<distributed::SymmetricWindow> window;
   if (absl::GetFlag(FLAGS_symmetric)) {
     // Both buffers in one NCCL window, at the same offsets on every rank.
     GENESIS_ASSIGN_OR_RETURN(window, distributed::SymmetricWindow::Create(*group, 2 * max_bytes));
-    GENESIS_ASSIGN_OR_RETURN(Storage wa, window->Allocate({elements}, DType::kFloat32));
-    GENESIS_ASSIGN_OR_RETURN(Storage wb, window->Allocate({elements}, DType::kFloat32));
+    GENESIS_ASSIGN_OR_RETURN(Storage wa, window->Allocate({elements}, DType::kFloat32,
+                                                          on_stream.stream));
+    GENESIS_ASSIGN_OR_RETURN(Storage wb, window->Allocate({elements}, DType::kFloat32,
+                                                          on_stream.stream));
     GENESIS_RETURN_IF_ERROR(wa.CopyFrom(a));
     GENESIS_RETURN_IF_ERROR(wb.CopyFrom(b));
     a = wa;

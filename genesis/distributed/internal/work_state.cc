@@ -1,5 +1,6 @@
 #include "genesis/distributed/internal/work_state.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -25,6 +26,12 @@ bool WorkState::Done() {
 
 bool WorkState::WaitUntil(absl::Time deadline) {
   if (kind_ == Kind::kCompleted) {
+    // Another thread finishes it (Gloo's worker), often within microseconds: look for a
+    // little while before sleeping, since waking a sleeping thread costs about as much.
+    const absl::Time look_until = std::min(deadline, absl::Now() + absl::Microseconds(50));
+    while (!finished_.load(std::memory_order_acquire) && absl::Now() < look_until) {
+      std::this_thread::yield();
+    }
     std::unique_lock<std::mutex> lock(mu_);
     while (!done_) {
       const absl::Duration left = deadline - absl::Now();
@@ -59,6 +66,7 @@ void WorkState::Finish(absl::Status status) {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
     done_ = true;
+    finished_.store(true, std::memory_order_release);
     status_ = std::move(status);
     released.swap(retained_);
   }

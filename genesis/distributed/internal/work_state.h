@@ -7,6 +7,7 @@
 #ifndef GENESIS_DISTRIBUTED_INTERNAL_WORK_STATE_H_
 #define GENESIS_DISTRIBUTED_INTERNAL_WORK_STATE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,8 @@ class WorkState {
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  // done_, readable without mu_ by a waiter that looks before it sleeps.
+  std::atomic<bool> finished_{false};
   absl::Status status_;
   // Inline: an operation retains one or two objects, and a vector allocated for them on
   // every operation.

@@ -28,7 +28,8 @@ def nccl_lib_dir() -> str:
 
 
 def write_id(path: str, uid) -> None:
-    """Writes `uid` (CuPy's tuple of 128 signed bytes) as 256 hex digits, atomically."""
+    """Writes `uid` (CuPy's 128 bytes, or older CuPy's tuple of signed bytes) as 256 hex
+    digits, atomically."""
     text = bytes(v & 0xFF for v in uid).hex()
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w", encoding="ascii") as f:
@@ -36,20 +37,31 @@ def write_id(path: str, uid) -> None:
     os.replace(tmp, path)
 
 
-def read_id(path: str, timeout_s: float) -> tuple:
-    """Waits for `path` and returns the id as CuPy wants it (a tuple of signed bytes)."""
+def read_id(path: str, timeout_s: float) -> bytes:
+    """Waits for `path` and returns the id's 128 bytes."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             with open(path, encoding="ascii") as f:
                 text = f.read().strip()
             if len(text) == 256:
-                return tuple(b - 256 if b > 127 else b for b in bytes.fromhex(text))
+                return bytes.fromhex(text)
         except FileNotFoundError:
             pass
         if time.monotonic() > deadline:
             raise TimeoutError(f"no unique id in {path} within {timeout_s} s")
         time.sleep(0.02)
+
+
+def communicator(nccl, size: int, uid, rank: int):
+    """CuPy's NcclCommunicator from `uid`: CuPy 13 and later take the id as bytes, older
+    CuPy as a tuple of signed bytes (the constructor checks the type before any NCCL
+    call, so trying one and then the other is safe)."""
+    try:
+        return nccl.NcclCommunicator(size, bytes(v & 0xFF for v in uid), rank)
+    except TypeError:
+        return nccl.NcclCommunicator(size, tuple(b - 256 if b > 127 else b for b in
+                                                 bytes(v & 0xFF for v in uid)), rank)
 
 
 def run(args: argparse.Namespace) -> str:
@@ -63,7 +75,7 @@ def run(args: argparse.Namespace) -> str:
     else:
         uid = read_id(args.id_file, args.timeout_s)
     with cupy.cuda.Device(args.device):
-        comm = nccl.NcclCommunicator(args.size, uid, args.rank)
+        comm = communicator(nccl, args.size, uid, args.rank)
         stream = cupy.cuda.Stream(non_blocking=True)
         x = cupy.full(args.count, args.rank + 1, dtype=cupy.float32)
         comm.allReduce(x.data.ptr, x.data.ptr, args.count, nccl.NCCL_FLOAT32, nccl.NCCL_SUM,

@@ -8,6 +8,8 @@
 //   bazel run -c opt //benchmarks/distributed:issue_path_benchmark
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -62,8 +64,23 @@ absl::StatusOr<double> PerCall(const std::function<absl::Status()>& op,
 
 void Print(const std::string& what, double ns) { std::printf("%-58s %9.0f ns\n", what.c_str(), ns); }
 
+// A fresh directory for a group's file store (under TEST_TMPDIR in a test), removed at
+// exit: a store left by an earlier run would be read by this one.
 std::string Dir(const char* name) {
-  return absl::StrCat("/tmp/genesis-issue-path-", name, "-", getpid());
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string path = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/genesis-issue-path-", name,
+                                  "-XXXXXX");
+  if (mkdtemp(path.data()) == nullptr) return absl::StrCat(path, "-", getpid());
+  static auto* made = new std::vector<std::string>();
+  made->push_back(path);
+  static const int cleanup = std::atexit([] {
+    for (const std::string& d : *made) {
+      std::error_code ignored;
+      std::filesystem::remove_all(d, ignored);
+    }
+  });
+  (void)cleanup;
+  return path;
 }
 
 absl::Status Gloo() {

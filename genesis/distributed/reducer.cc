@@ -79,6 +79,13 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(ProcessGroup& group,
     }
   }
   GENESIS_ASSIGN_OR_RETURN(std::vector<Bucket> buckets, PlanBuckets(grads, options));
+  for (const Bucket& b : buckets) {
+    absl::Status supported = CheckReduction(op, b.dtype);
+    if (!supported.ok()) {
+      return absl::Status(supported.code(), absl::StrCat("Reducer, ", BucketName(b), ": ",
+                                                         supported.message()));
+    }
+  }
   const int64_t hash = PlanHash(grads.size(), buckets);
   GENESIS_ASSIGN_OR_RETURN(bool same, SameOnEveryRank(group, hash));
   if (!same) {
@@ -107,7 +114,8 @@ Reducer::Reducer(ProcessGroup& group, std::vector<Storage> grads, ReduceOp op,
       marked_(grads_.size(), false),
       unmarked_in_bucket_(buckets_.size()),
       works_(buckets_.size()),
-      reduced_(buckets_.size()) {
+      reduced_(buckets_.size()),
+      ready_(buckets_.size()) {
   for (size_t b = 0; b < buckets_.size(); ++b) {
     for (size_t i : buckets_[b].members) bucket_of_[i] = b;
     unmarked_in_bucket_[b] = buckets_[b].members.size();
@@ -184,8 +192,13 @@ absl::Status Reducer::StartLocked(size_t b) {
   // never writes a gradient again once it is marked ready, so the gradients' stream
   // need not wait for any of it until Finish.
   if (on_gpu) {
-    GENESIS_RETURN_IF_ERROR(
-        internal::OrderStreams(grad_stream, collective_stream_, group_.device()));
+    // One event per bucket, made once: creating one per ordering cost the host more
+    // than a layer of backward takes in a model of many small layers.
+    if (!ready_[b].has_value()) {
+      GENESIS_ASSIGN_OR_RETURN(ready_[b], cuda::Event::Create(group_.device().index()));
+    }
+    GENESIS_RETURN_IF_ERROR(ready_[b]->Record(grad_stream));
+    GENESIS_RETURN_IF_ERROR(cuda::WaitEvent(collective_stream_, *ready_[b]));
   }
   if (!bucket.in_place) {
     GENESIS_RETURN_IF_ERROR(internal::MoveBucket(grads_, bucket, comm_[b], /*pack=*/true,

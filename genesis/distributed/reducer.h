@@ -57,7 +57,8 @@ class Reducer {
   // Plans the buckets of `grads` (in the order backward produces them) and checks with
   // one collective on `group` that every rank planned the same buckets.
   // InvalidArgument for no gradients, PlanBuckets's errors, a gradient on another
-  // device than the group's, an op all_reduce refuses; FailedPrecondition (saying how
+  // device than the group's, an op no backend reduces a bucket's dtype with
+  // (CheckReduction); FailedPrecondition (saying how
   // this rank's plan looks) when the ranks' plans differ; the group's errors.
   // `group` must outlive the Reducer.
   static absl::StatusOr<std::unique_ptr<Reducer>> Create(ProcessGroup& group,
@@ -110,6 +111,7 @@ class Reducer {
   size_t next_ = 0;  // The next bucket to start.
   std::vector<Work> works_;
   std::vector<std::optional<cuda::Event>> reduced_;  // GPU: after each bucket's collective.
+  std::vector<std::optional<cuda::Event>> ready_;    // GPU: each bucket's gradients written.
 };
 
 }  // namespace genesis::distributed

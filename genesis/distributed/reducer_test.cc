@@ -244,6 +244,12 @@ TEST(ReducerTest, CreateRefusesNoGradientsAndUndefinedOnes) {
     if (r.status().code() != absl::StatusCode::kInvalidArgument) {
       return absl::StrCat("undefined gradient: ", r.status().ToString());
     }
+    GENESIS_ASSIGN_OR_TEXT(flags, storage::Zeros({8}, DType::kBool, Device::Cpu()));
+    r = Reducer::Create(group, {flags}, ReduceOp::kAvg);
+    if (r.status().code() != absl::StatusCode::kInvalidArgument ||
+        !absl::StrContains(r.status().message(), "bucket of gradients 0..0")) {
+      return absl::StrCat("avg of bool: ", r.status().ToString());
+    }
     return "";
   });
 }

@@ -27,6 +27,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from genesis import _genesis
+from genesis._torch_settings import (  # noqa: F401 (TORCH_DEFAULT_CONF: part of the API)
+    TORCH_DEFAULT_CONF, set_torch_config)
 
 # PyTorch's hooks of a pluggable allocator and the functions of genesis._genesis that
 # serve them (python/src/torch_allocator.h).
@@ -70,8 +72,9 @@ def _pluggable() -> Any:
 def use_as_allocator(conf: Optional[str] = None) -> List[str]:
     """Makes genesis's device pools PyTorch's CUDA allocator for the rest of the process.
 
-    ``conf`` sets the pools (GENESIS_ALLOC_CONF's syntax, e.g. 'memory_fraction:0.9,
-    expandable_segments:on'); ValueError if it does not parse. Must come before CUDA is
+    The pools take TORCH_DEFAULT_CONF first, unless GENESIS_ALLOC_CONF is set (then
+    theirs), and ``conf`` on top (GENESIS_ALLOC_CONF's syntax, e.g.
+    'memory_fraction:0.9'); ValueError if it does not parse. Must come before CUDA is
     initialised: RuntimeError otherwise (PyTorch's allocator is fixed from then on).
     Returns the PyTorch hooks installed (record_stream, empty_cache, memory fraction);
     calling it again returns them without change.
@@ -84,8 +87,7 @@ def use_as_allocator(conf: Optional[str] = None) -> List[str]:
             "genesis.torch.use_as_allocator() must come before CUDA is initialised "
             "(before the first CUDA tensor or CUDA call of this process): PyTorch's "
             "allocator cannot change after that")
-    if conf:
-        _genesis.set_alloc_config(conf)
+    set_torch_config(conf)
     allocator, hooks = _pluggable()
     torch.cuda.memory.change_current_allocator(allocator)
     _installed, _hooks_installed = allocator, hooks

@@ -23,6 +23,48 @@ def run(program, timeout=240):
     return done.returncode, done.stdout + done.stderr
 
 
+class TorchSettingsTest(unittest.TestCase):
+    """The pools' settings under PyTorch (no GPU or PyTorch needed: no pool is made)."""
+
+    def settings(self, program, env):
+        environ = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        environ.pop("GENESIS_ALLOC_CONF", None)
+        environ.update(env)
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(program)],
+                              env=environ, capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        return done.stdout.strip().splitlines()[-1]
+
+    def test_torch_defaults_then_the_callers_settings(self):
+        out = self.settings("""
+            from genesis import _torch_settings as ts
+            print(ts.set_torch_config("thread_cache_bytes:4MiB,memory_fraction:0.5"))
+        """, {})
+        self.assertIn("expandable_piece_size:16MiB", out)
+        self.assertIn("expandable_min_piece:2MiB", out)
+        self.assertIn("thread_cache_bytes:4MiB", out)  # The caller's, on top.
+        self.assertIn("memory_fraction:0.5", out)
+
+    def test_genesis_alloc_conf_replaces_the_torch_defaults(self):
+        out = self.settings("""
+            from genesis import _torch_settings as ts
+            print(ts.set_torch_config(None))
+        """, {"GENESIS_ALLOC_CONF": "expandable_piece_size:32MiB"})
+        self.assertIn("expandable_piece_size:32MiB", out)
+        self.assertNotIn("thread_cache_bytes:8MiB", out)
+
+    def test_settings_that_do_not_parse_are_named(self):
+        environ = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        done = subprocess.run(
+            [sys.executable, "-c",
+             "from genesis import _torch_settings as ts; "
+             "ts.set_torch_config('thread_cache_bytes:lots')"],
+            env=environ, capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("ValueError", done.stderr)
+        self.assertIn("thread_cache_bytes", done.stderr)
+
+
 @unittest.skipUnless(torch is not None and genesis.cuda.is_available(),
                      "needs PyTorch and a GPU")
 class TorchAllocatorTest(unittest.TestCase):

@@ -429,7 +429,8 @@ class Watchdog {
       taken.clear();
       blocked.clear();
       size_t kept = 0;
-      for (Watched& w : watched) {
+      for (size_t i = 0; i < watched.size(); ++i) {
+        Watched& w = watched[i];
         const bool behind =
             std::find(blocked.begin(), blocked.end(), w.stream) != blocked.end();
         if (!behind) {
@@ -437,7 +438,8 @@ class Watchdog {
           if (state == nullptr || state->Done()) continue;
           blocked.push_back(w.stream);
         }
-        watched[kept++] = std::move(w);
+        if (kept != i) watched[kept] = std::move(w);
+        ++kept;
       }
       watched.resize(kept);
       lock.lock();

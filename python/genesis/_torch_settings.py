@@ -23,9 +23,6 @@ def set_torch_config(conf: Optional[str]) -> str:
     GENESIS_ALLOC_CONF is set, then ``conf`` on top. Returns every setting. ValueError
     naming a key or value of ``conf`` that does not parse; RuntimeError once a pool
     exists."""
-    settings = ""
     if not os.environ.get("GENESIS_ALLOC_CONF"):
-        settings = _genesis.set_alloc_config(TORCH_DEFAULT_CONF)
-    if conf:
-        settings = _genesis.set_alloc_config(conf)
-    return settings
+        _genesis.set_alloc_config(TORCH_DEFAULT_CONF)
+    return _genesis.set_alloc_config(conf or "")

@@ -62,7 +62,9 @@ absl::StatusOr<double> PerCall(const std::function<absl::Status()>& op,
   return ns[ns.size() / 2];
 }
 
-void Print(const std::string& what, double ns) { std::printf("%-58s %9.0f ns\n", what.c_str(), ns); }
+void Print(const std::string& what, double ns) {
+  std::printf("%-58s %9.0f ns\n", what.c_str(), ns);
+}
 
 // A fresh directory for a group's file store (under TEST_TMPDIR in a test), removed at
 // exit: a store left by an earlier run would be read by this one.
@@ -115,7 +117,8 @@ absl::Status Nccl() {
   GENESIS_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::Stream::Create(0));
   storage::StorageOptions options;
   options.stream = stream.native();
-  GENESIS_ASSIGN_OR_RETURN(Storage s, storage::Ones({2}, DType::kFloat32, Device::Cuda(0), options));
+  GENESIS_ASSIGN_OR_RETURN(Storage s,
+                           storage::Ones({2}, DType::kFloat32, Device::Cuda(0), options));
   auto drain = [&] { return stream.Synchronize(); };
   GENESIS_ASSIGN_OR_RETURN(double ours, PerCall(
       [&]() -> absl::Status { return group->AllReduce(s, ReduceOp::kSum).status(); }, drain));

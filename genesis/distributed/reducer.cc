@@ -147,9 +147,8 @@ absl::Status Reducer::Prepare() {
       // beside the gradients' stream; the wrapper keeps the gradients' memory alive.
       storage::ExternalOptions options;
       options.stream = collective_stream_;
-      GENESIS_ASSIGN_OR_RETURN(
-          storage::Layout layout,
-          storage::Layout::Contiguous({static_cast<int64_t>(bucket.bytes / ItemSize(bucket.dtype))}));
+      const int64_t elements = static_cast<int64_t>(bucket.bytes / ItemSize(bucket.dtype));
+      GENESIS_ASSIGN_OR_RETURN(storage::Layout layout, storage::Layout::Contiguous({elements}));
       GENESIS_ASSIGN_OR_RETURN(
           view, Storage::FromExternal(view.data_ptr(), bucket.bytes, layout, bucket.dtype,
                                       view.device(), [view](void*) {}, options));

@@ -715,9 +715,11 @@ class NcclCommunicator final : public Communicator {
     float value = mine ? 1.0f : 0.0f;
     GENESIS_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(agree_buffer_, &value, sizeof(value), cudaMemcpyHostToDevice));
-    GENESIS_ASSIGN_OR_RETURN(Work work, Issue(OpSummary("agreement"), nullptr, {}, [&](ncclComm_t c) {
-      return ncclAllReduce(agree_buffer_, agree_buffer_, 1, ncclFloat32, ncclMin, c, nullptr);
-    }));
+    GENESIS_ASSIGN_OR_RETURN(
+        Work work, Issue(OpSummary("agreement"), nullptr, {}, [&](ncclComm_t c) {
+          return ncclAllReduce(agree_buffer_, agree_buffer_, 1, ncclFloat32, ncclMin, c,
+                               nullptr);
+        }));
     GENESIS_RETURN_IF_ERROR(work.Wait());
     GENESIS_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(&value, agree_buffer_, sizeof(value), cudaMemcpyDeviceToHost));

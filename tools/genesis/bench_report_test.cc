@@ -45,7 +45,8 @@ TEST(BenchReportTest, RatiosAndTargets) {
   ASSERT_NE(vs_malloc, nullptr);
   EXPECT_DOUBLE_EQ(vs_malloc->ratio, 10.0 / 50.0);
   EXPECT_EQ(vs_malloc->figure_text, "50.0 ns");
-  EXPECT_EQ(vs_malloc->met, "");
+  EXPECT_DOUBLE_EQ(vs_malloc->target, 1.0);  // One thread: at most malloc's time.
+  EXPECT_EQ(vs_malloc->met, "no");
   const PairRow* threads = RowFor(rows, "BM_HostPool/512/real_time/threads:16",
                                   "BM_HostPool/512/real_time/threads:1");
   ASSERT_NE(threads, nullptr);

@@ -124,9 +124,11 @@ void AddAllocPairs(std::vector<BenchPair>& pairs) {
     const std::string s = absl::StrCat(size);
     for (int threads : {1, 16}) {
       const std::string t = absl::StrCat("/real_time/threads:", threads);
+      // One thread: at most malloc's time at every size.
       pairs.push_back(Pair("alloc_cpu", absl::StrCat("host pool, ", SizeName(size), ", ",
                                                      Threads(threads)),
-                           "BM_HostPool/" + s + t, "malloc + free", "BM_Malloc/" + s + t));
+                           "BM_HostPool/" + s + t, "malloc + free", "BM_Malloc/" + s + t,
+                           BenchMetric::kTime, threads == 1 ? 1.0 : 0));
     }
     pairs.push_back(Scaling(Pair("alloc_cpu",
                                  absl::StrCat("host pool, ", SizeName(size),
@@ -193,10 +195,11 @@ void AddCopyPairs(std::vector<BenchPair>& pairs) {
     for (int64_t size : kCopyTableSizes) {
       if (cpu && size > (64 << 20)) continue;
       const std::string s = absl::StrCat(size);
+      // CPU strided copies: at least half of memcpy's bandwidth.
       pairs.push_back(Pair(p.run_id, absl::StrCat(p.label, ", ", SizeName(size)),
                            absl::StrCat("BM_Copy_", p.path, "_", p.genesis, "/", s, time),
                            p.baseline, absl::StrCat("BM_Copy_", p.path, "_", p.baseline, "/", s, time),
-                           BenchMetric::kBandwidth));
+                           BenchMetric::kBandwidth, cpu ? 0.5 : 0));
     }
   }
   const BenchMetric bw = BenchMetric::kBandwidth;
@@ -294,16 +297,17 @@ void AddConvertPairs(std::vector<BenchPair>& pairs) {
   pairs.push_back(Pair("convert_cpu_half", "float16 -> float, 2^20 values",
                        "BM_HalfToFloat_Genesis" + n, "GCC _Float16",
                        "BM_HalfToFloat_CompilerFloat16" + n));
+  // CPU conversions: at least 0.8 of memcpy of the same bytes.
   pairs.push_back(Pair("convert_cpu_half", "float -> bfloat16, 2^20 values",
                        "BM_FloatToBFloat16_Genesis" + n, "memcpy of the same bytes",
-                       "BM_FloatRead_HalfWrite_Memcpy" + n));
+                       "BM_FloatRead_HalfWrite_Memcpy" + n, BenchMetric::kTime, 0.8));
   const BenchMetric bw = BenchMetric::kBandwidth;
   pairs.push_back(Pair("convert_cpu", "float32 -> bfloat16, 4096 x 4096",
                        "BM_ConvertFloat32ToBFloat16/real_time", "memcpy of the same bytes",
-                       "BM_Memcpy/50331648/real_time", bw));
+                       "BM_Memcpy/50331648/real_time", bw, 0.8));
   pairs.push_back(Pair("convert_cpu", "bfloat16 -> float32, 4096 x 4096",
                        "BM_ConvertBFloat16ToFloat32/real_time", "memcpy of the same bytes",
-                       "BM_Memcpy/50331648/real_time", bw));
+                       "BM_Memcpy/50331648/real_time", bw, 0.8));
   pairs.push_back(Pair("convert_cuda", "float32 -> bfloat16, 4096 x 4096",
                        "BM_ConvertCudaFloat32ToBFloat16/manual_time",
                        "cudaMemcpyAsync of the same bytes",
@@ -314,7 +318,7 @@ void AddConvertPairs(std::vector<BenchPair>& pairs) {
                        "BM_CudaMemcpyAsync/50331648/manual_time", bw, 0.85));
   pairs.push_back(Pair("contiguous_cpu", "transposed float32 4096 x 4096",
                        "BM_CopyTransposedFloat32/real_time", "memcpy of the same bytes",
-                       "BM_Memcpy/67108864/real_time", bw));
+                       "BM_Memcpy/67108864/real_time", bw, 0.5));
   pairs.push_back(Pair("contiguous_cuda", "transposed float32 4096 x 4096",
                        "BM_CopyStridedCudaTransposedFloat32/manual_time",
                        "cudaMemcpyAsync of the same bytes",
@@ -349,8 +353,14 @@ void AddCollectivePairs(std::vector<BenchPair>& pairs) {
                            absl::StrCat(library, " called directly"),
                            absl::StrCat(op, "/", library, "/", bytes),
                            small ? BenchMetric::kTime : BenchMetric::kBandwidth,
-                           std::string(library) == "nccl" && !small ? 0.95 : 0);
-        if (p.target > 0) p.target_source = "distributed issue: busbw >= 95% of raw NCCL";
+                           // 95% of the library: NCCL from 1 MiB, Gloo's all_reduce and
+                           // broadcast at every size.
+                           std::string(library) == "nccl"
+                               ? (small ? 0 : 0.95)
+                               : (std::string(op) == "all_reduce" ||
+                                          std::string(op) == "broadcast"
+                                      ? 0.95
+                                      : 0));
         p.optional = true;  // Sizes and operations a run did not cover.
         pairs.push_back(std::move(p));
       }
@@ -362,7 +372,6 @@ void AddCollectivePairs(std::vector<BenchPair>& pairs) {
                          absl::StrCat("bucketed_all_reduce/", how), "one flat all_reduce",
                          "bucketed_all_reduce/flat", BenchMetric::kTime,
                          std::string(library) == "nccl" ? 0.9 : 0);
-      if (p.target > 0) p.target_source = "distributed issue: >= 90% of one flat all_reduce";
       p.optional = true;
       pairs.push_back(std::move(p));
     }

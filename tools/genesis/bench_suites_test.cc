@@ -80,6 +80,32 @@ TEST(BenchSuitesTest, ReadmeTargetsAreThere) {
   EXPECT_TRUE(threads);
 }
 
+TEST(BenchSuitesTest, EveryCpuRowWithAStatedAimHasItsTarget) {
+  std::set<std::string> seen;
+  for (const BenchPair& p : BenchPairs()) {
+    const std::string key = p.run_id + " | " + p.label + " | " + p.baseline_label;
+    if (p.run_id == "alloc_cpu" && p.baseline_label == "malloc + free") {
+      EXPECT_EQ(p.target, absl::StrContains(p.label, ", 1 thread") ? 1.0 : 0.0) << key;
+      seen.insert("alloc");
+    }
+    if (p.run_id == "copy_cpu" || p.run_id == "contiguous_cpu") {
+      EXPECT_EQ(p.target, 0.5) << key;
+      seen.insert(p.run_id);
+    }
+    if (p.run_id == "convert_cpu" ||
+        (p.run_id == "convert_cpu_half" && p.baseline_label == "memcpy of the same bytes")) {
+      EXPECT_EQ(p.target, 0.8) << key;
+      seen.insert("convert");
+    }
+    if (p.run_id == "collectives_cpu" && (absl::StartsWith(p.label, "all_reduce,") ||
+                                          absl::StartsWith(p.label, "broadcast,"))) {
+      EXPECT_EQ(p.target, 0.95) << key;
+      seen.insert("gloo");
+    }
+  }
+  EXPECT_EQ(seen.size(), 5u);
+}
+
 TEST(BenchSuitesTest, EveryThreadScalingTargetDependsOnTheCores) {
   for (const BenchPair& p : BenchPairs()) {
     if (absl::StrContains(p.label, "threads (throughput)")) {

@@ -298,12 +298,14 @@ class GlooCommunicator final : public Communicator {
     for (;;) {
       Job job;
       // Collectives often come back to back (a training step's buckets, a caller that
-      // waits for one and issues the next): look for the next one for a little while
-      // before sleeping, since waking a sleeping thread costs microseconds, more than an
-      // 8 KiB collective's hand-off should.
-      const absl::Time until = absl::Now() + kLookBeforeSleeping;
-      while (queue.enqueued.load(std::memory_order_acquire) == seen && absl::Now() < until) {
-        std::this_thread::yield();
+      // waits for one and issues the next): where cores are to spare, look for the next
+      // one for a little while before sleeping, since waking a sleeping thread costs
+      // microseconds, more than an 8 KiB collective's hand-off should.
+      if (internal::LookBeforeSleeping()) {
+        const absl::Time until = absl::Now() + kLookBeforeSleeping;
+        while (queue.enqueued.load(std::memory_order_acquire) == seen && absl::Now() < until) {
+          std::this_thread::yield();
+        }
       }
       {
         std::unique_lock<std::mutex> lock(queue.mu);

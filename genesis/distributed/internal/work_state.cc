@@ -9,6 +9,11 @@
 
 namespace genesis::distributed::internal {
 
+bool LookBeforeSleeping() {
+  static const bool look = std::thread::hardware_concurrency() >= 8;
+  return look;
+}
+
 WorkState::WorkState(std::string description, Kind kind)
     : description_(std::move(description)), kind_(kind) {}
 
@@ -28,9 +33,11 @@ bool WorkState::WaitUntil(absl::Time deadline) {
   if (kind_ == Kind::kCompleted) {
     // Another thread finishes it (Gloo's worker), often within microseconds: look for a
     // little while before sleeping, since waking a sleeping thread costs about as much.
-    const absl::Time look_until = std::min(deadline, absl::Now() + absl::Microseconds(50));
-    while (!finished_.load(std::memory_order_acquire) && absl::Now() < look_until) {
-      std::this_thread::yield();
+    if (LookBeforeSleeping()) {
+      const absl::Time look_until = std::min(deadline, absl::Now() + absl::Microseconds(50));
+      while (!finished_.load(std::memory_order_acquire) && absl::Now() < look_until) {
+        std::this_thread::yield();
+      }
     }
     std::unique_lock<std::mutex> lock(mu_);
     while (!done_) {

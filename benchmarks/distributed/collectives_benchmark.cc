@@ -269,11 +269,6 @@ Row MakeRow(const std::string& op, const std::string& impl, size_t bytes, double
   return {op, impl, bytes, seconds, algbw, algbw * BusFactor(op, n)};
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Bucketed all_reduce of 1,000 gradients of 4 KiB to 4 MiB, 100 MiB in all: packed
 // from separate storages, and as views of one flat buffer, against one flat all_reduce.
 absl::Status Bucketed(ProcessGroup& group, std::vector<Row>& rows) {
@@ -526,15 +521,6 @@ absl::Status RunRank() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
-  if (std::optional<int> parent = genesis::benchmarks::ForkRanksUnlessLaunched(
-          absl::GetFlag(FLAGS_nproc), absl::GetFlag(FLAGS_backend) == "gloo")) {
-    return *parent;
-  }
-  absl::Status status = genesis::benchmarks::RunRank();
-  if (!status.ok()) {
-    std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK"), status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  return genesis::benchmarks::RankMain(absl::GetFlag(FLAGS_nproc), absl::GetFlag(FLAGS_backend) == "gloo",
+                                       &genesis::benchmarks::RunRank);
 }

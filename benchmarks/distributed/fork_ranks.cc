@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -55,6 +56,22 @@ std::optional<int> ForkRanksUnlessLaunched(int nproc, bool gloo) {
   }
   std::filesystem::remove_all(store);
   return worst;
+}
+
+int RankMain(int nproc, bool gloo, absl::Status (*run_rank)()) {
+  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  if (std::optional<int> parent = ForkRanksUnlessLaunched(nproc, gloo)) return *parent;
+  const absl::Status status = run_rank();
+  if (!status.ok()) {
+    std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK"), status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 }  // namespace genesis::benchmarks

@@ -6,7 +6,6 @@
 // the hand-off to Gloo's worker thread). Median of --repetitions runs of --ops each.
 //
 //   bazel run -c opt //benchmarks/distributed:issue_path_benchmark
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +21,7 @@
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "benchmarks/distributed/fork_ranks.h"
 #include "benchmarks/distributed/raw_nccl.h"
 #include "genesis/core/status.h"
 #include "genesis/cuda/device_guard.h"
@@ -58,8 +58,7 @@ absl::StatusOr<double> PerCall(const std::function<absl::Status()>& op,
                          std::chrono::steady_clock::now() - start).count() / ops;
     if (rep > 0) ns.push_back(t);  // The first is warm-up.
   }
-  std::sort(ns.begin(), ns.end());
-  return ns[ns.size() / 2];
+  return Median(std::move(ns));
 }
 
 void Print(const std::string& what, double ns) {
@@ -132,9 +131,9 @@ absl::Status Nccl() {
                              raw->Time("all_reduce", 8, 0, absl::GetFlag(FLAGS_ops)));
     if (rep > 0) raw_ns.push_back(seconds * 1e9);
   }
-  std::sort(raw_ns.begin(), raw_ns.end());
-  Print("nccl called directly: ncclAllReduce (8 B)", raw_ns[raw_ns.size() / 2]);
-  Print("  genesis above nccl", ours - raw_ns[raw_ns.size() / 2]);
+  const double raw_median = Median(std::move(raw_ns));
+  Print("nccl called directly: ncclAllReduce (8 B)", raw_median);
+  Print("  genesis above nccl", ours - raw_median);
 
   // The CUDA runtime calls of the path, each alone.
   GENESIS_ASSIGN_OR_RETURN(cuda::Event event, cuda::Event::Create(0));

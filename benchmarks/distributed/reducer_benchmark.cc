@@ -25,7 +25,6 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -65,11 +64,6 @@ using distributed::ReduceOp;
 using distributed::Work;
 using storage::Storage;
 
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 struct Model {
   std::vector<Storage> separate;  // Gradients in the order backward produces them.
@@ -204,15 +198,6 @@ absl::Status RunRank() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
-  if (std::optional<int> parent =
-          genesis::benchmarks::ForkRanksUnlessLaunched(absl::GetFlag(FLAGS_nproc), false)) {
-    return *parent;
-  }
-  absl::Status status = genesis::benchmarks::RunRank();
-  if (!status.ok()) {
-    std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK"), status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  return genesis::benchmarks::RankMain(absl::GetFlag(FLAGS_nproc), /*gloo=*/false,
+                                       &genesis::benchmarks::RunRank);
 }

@@ -308,6 +308,12 @@ void AddConvertPairs(std::vector<BenchPair>& pairs) {
   pairs.push_back(Pair("convert_cpu", "bfloat16 -> float32, 4096 x 4096",
                        "BM_ConvertBFloat16ToFloat32/real_time", "memcpy of the same bytes",
                        "BM_Memcpy/50331648/real_time", bw, 0.8));
+  pairs.push_back(Pair("convert_cpu", "float32 -> float16, 4096 x 4096",
+                       "BM_ConvertFloat32ToFloat16/real_time", "memcpy of the same bytes",
+                       "BM_Memcpy/50331648/real_time", bw, 0.8));
+  pairs.push_back(Pair("convert_cpu", "float16 -> float32, 4096 x 4096",
+                       "BM_ConvertFloat16ToFloat32/real_time", "memcpy of the same bytes",
+                       "BM_Memcpy/50331648/real_time", bw, 0.8));
   pairs.push_back(Pair("convert_cuda", "float32 -> bfloat16, 4096 x 4096",
                        "BM_ConvertCudaFloat32ToBFloat16/manual_time",
                        "cudaMemcpyAsync of the same bytes",

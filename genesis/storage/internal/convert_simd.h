@@ -5,7 +5,9 @@
 // NaN payloads kept with the quiet bit set; overflow to infinity; subnormals exact).
 //
 // Buffers need no alignment (pointers may be misaligned for their element type) and
-// must not overlap. Single-threaded.
+// must not overlap. Single-threaded. Conversions whose output is kStreamBytes or more
+// write it with non-temporal stores (and fence them before returning): it does not pass
+// through the caches, which neither read the destination first nor lose the source.
 #ifndef GENESIS_STORAGE_INTERNAL_CONVERT_SIMD_H_
 #define GENESIS_STORAGE_INTERNAL_CONVERT_SIMD_H_
 
@@ -15,6 +17,8 @@
 #include <vector>
 
 namespace genesis::storage::simd {
+
+inline constexpr size_t kStreamBytes = size_t{8} << 20;
 
 void FloatToBFloat16(const float* src, uint16_t* dst, size_t n);
 void BFloat16ToFloat(const uint16_t* src, float* dst, size_t n);

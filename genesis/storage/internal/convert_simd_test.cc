@@ -116,6 +116,52 @@ TEST_P(ConvertSimdTest, EveryLengthAndOffsetIsHandled) {
   }
 }
 
+TEST_P(ConvertSimdTest, BigConversionsStreamAlignedAndMatchTheScalarOnes) {
+  // Outputs of kStreamBytes and more go through non-temporal stores after a head of
+  // items up to the first aligned vector: destinations one item off alignment, and one
+  // byte off (not streamed), around a tail.
+  const size_t n = kStreamBytes / sizeof(uint16_t) + 45;
+  std::vector<float> in(n);
+  std::mt19937 random(11);
+  for (float& f : in) f = std::bit_cast<float>(static_cast<uint32_t>(random()));
+  for (size_t byte_offset : {size_t{0}, sizeof(uint16_t), size_t{1}}) {
+    SCOPED_TRACE(byte_offset);
+    std::vector<char> narrow(n * sizeof(uint16_t) + 8, '\x5A');
+    std::vector<char> wide(n * sizeof(float) + 8, '\x5A');
+    auto* const bf = reinterpret_cast<uint16_t*>(narrow.data() + byte_offset);
+    FloatToBFloat16(in.data(), bf, n);
+    auto* const f = reinterpret_cast<float*>(wide.data() + byte_offset);
+    BFloat16ToFloat(bf, f, n);
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t b;
+      std::memcpy(&b, reinterpret_cast<const char*>(bf) + i * 2, 2);
+      ASSERT_EQ(b, FloatToBFloat16Bits(in[i])) << i;
+      float back;
+      std::memcpy(&back, reinterpret_cast<const char*>(f) + i * 4, 4);
+      ASSERT_EQ(std::bit_cast<uint32_t>(back), std::bit_cast<uint32_t>(BFloat16BitsToFloat(b)))
+          << i;
+    }
+    auto* const h = reinterpret_cast<uint16_t*>(narrow.data() + byte_offset);
+    FloatToHalf(in.data(), h, n);
+    HalfToFloat(h, f, n);
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t b;
+      std::memcpy(&b, reinterpret_cast<const char*>(h) + i * 2, 2);
+      ASSERT_EQ(b, FloatToHalfBits(in[i])) << i;
+      float back;
+      std::memcpy(&back, reinterpret_cast<const char*>(f) + i * 4, 4);
+      ASSERT_EQ(std::bit_cast<uint32_t>(back), std::bit_cast<uint32_t>(HalfBitsToFloat(b))) << i;
+    }
+    // Nothing written past the end.
+    for (size_t i = byte_offset + n * sizeof(uint16_t); i < narrow.size(); ++i) {
+      ASSERT_EQ(narrow[i], '\x5A');
+    }
+    for (size_t i = byte_offset + n * sizeof(float); i < wide.size(); ++i) {
+      ASSERT_EQ(wide[i], '\x5A');
+    }
+  }
+}
+
 std::vector<int64_t> Targets() { return AvailableTargets(); }
 
 INSTANTIATE_TEST_SUITE_P(EveryTargetOfThisCpu, ConvertSimdTest, ::testing::ValuesIn(Targets()),

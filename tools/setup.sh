@@ -17,6 +17,7 @@ readonly PACKAGES=(
   python3-matplotlib                                             # plots of genesis bench
   libgloo-dev                                                    # CPU collectives
   libhwy-dev                                                     # SIMD conversions
+  libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4               # allocator baselines
   openmpi-bin                                                    # mpirun launch tests
   python3-dev pybind11-dev                                       # the Python package
   python3-numpy python3-venv python3-wheel python3-setuptools    # its tests and wheel

@@ -44,7 +44,10 @@ const BenchResult* Find(const BenchFile& file, const std::string& run_name) {
 
 std::string Text(const BenchResult* r, BenchMetric metric) {
   if (r == nullptr) return "not measured";
-  if (!r->error.empty()) return "failed: " + r->error;
+  if (!r->error.empty()) {
+    // A baseline that this machine lacks says so itself ("unavailable: ...").
+    return absl::StartsWith(r->error, "unavailable") ? r->error : "failed: " + r->error;
+  }
   if (metric == BenchMetric::kBandwidth && r->bytes_per_second > 0) {
     return FormatRate(r->bytes_per_second);
   }

@@ -74,6 +74,18 @@ TEST(BenchReportTest, FailedBaselineIsReportedNotFatal) {
   EXPECT_EQ(missing->figure_text, "not measured");
 }
 
+TEST(BenchReportTest, UnavailableBaselineSaysWhy) {
+  const std::vector<PairRow> rows = ComputeRows(Input());
+  const PairRow* r = RowFor(rows, "BM_HostPool/512/real_time/threads:1",
+                            "BM_Jemalloc/512/real_time/threads:1");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->baseline_text,
+            "unavailable: libjemalloc.so.2: cannot open shared object file (Debian package "
+            "libjemalloc2)");
+  EXPECT_EQ(r->ratio, 0);
+  EXPECT_EQ(r->met, "");
+}
+
 // Every table row has as many cells as its header: the tables render on GitHub.
 TEST(BenchReportTest, MarkdownTablesParse) {
   const BenchReportInput in = Input();

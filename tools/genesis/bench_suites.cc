@@ -15,6 +15,10 @@ namespace genesis::cli {
 namespace {
 
 constexpr int64_t kPoolSizes[] = {512, 64 << 10, 1 << 20, 32 << 20};
+constexpr int64_t kHostPoolSizes[] = {8, 512, 64 << 10, 1 << 20, 32 << 20, 64 << 20};
+// The other general allocators of allocator_benchmark: benchmark, label.
+constexpr const char* kForeignAllocators[][2] = {
+    {"BM_Mimalloc", "mimalloc"}, {"BM_Jemalloc", "jemalloc"}, {"BM_Tcmalloc", "tcmalloc"}};
 // Sizes of the copy sweeps that also get a row in the tables (the plots show them all).
 constexpr int64_t kCopyTableSizes[] = {64 << 10, 4 << 20, 256 << 20};
 constexpr int kMaxPeerGpus = 8;
@@ -31,7 +35,9 @@ std::string Threads(int n) { return n == 1 ? "1 thread" : absl::StrCat(n, " thre
 
 std::vector<BenchSuite> MakeSuites() {
   return {
-      {"alloc", "memory pools against the system and CUDA allocators, 1 to 16 threads"},
+      {"alloc",
+       "memory pools against glibc's malloc, mimalloc, jemalloc, tcmalloc and CUDA's "
+       "allocators, 1 to 16 threads"},
       {"copy", "copies by path and size against memcpy / cudaMemcpy(Async)"},
       {"batch", "batches of copies against a loop of cudaMemcpyAsync and cudaMemcpyBatchAsync"},
       {"peer", "every ordered pair of GPUs: bandwidth and latency, against cudaMemcpyPeerAsync"},
@@ -120,7 +126,7 @@ BenchPair Scaling(BenchPair p, int threads) {
 }
 
 void AddAllocPairs(std::vector<BenchPair>& pairs) {
-  for (int64_t size : kPoolSizes) {
+  for (int64_t size : kHostPoolSizes) {
     const std::string s = absl::StrCat(size);
     for (int threads : {1, 16}) {
       const std::string t = absl::StrCat("/real_time/threads:", threads);
@@ -129,6 +135,14 @@ void AddAllocPairs(std::vector<BenchPair>& pairs) {
                                                      Threads(threads)),
                            "BM_HostPool/" + s + t, "malloc + free", "BM_Malloc/" + s + t,
                            BenchMetric::kTime, threads == 1 ? 1.0 : 0));
+    }
+    // One thread: within 1.5x of the fastest of the others, so of each of them.
+    for (const auto& [benchmark, label] : kForeignAllocators) {
+      const std::string t = "/real_time/threads:1";
+      pairs.push_back(Pair("alloc_cpu",
+                           absl::StrCat("host pool, ", SizeName(size), ", 1 thread"),
+                           "BM_HostPool/" + s + t, absl::StrCat(label, " malloc + free"),
+                           absl::StrCat(benchmark, "/", s, t), BenchMetric::kTime, 1 / 1.5));
     }
     pairs.push_back(Scaling(Pair("alloc_cpu",
                                  absl::StrCat("host pool, ", SizeName(size),

@@ -45,6 +45,11 @@ for b in $benchmarks; do copy "$b" "$out/benchmarks"; done
 cp -L "$(bazel info output_base)/external/com_github_google_benchmark/lib/libbenchmark.so" \
   "$out/libbenchmark.so.1debian"
 install -m 755 tools/run_gpu_tests.sh "$out/run_gpu_tests.sh"
+# The allocator baselines of allocator_benchmark (loaded with dlopen where found).
+for lib in libmimalloc.so.2 libjemalloc.so.2 libtcmalloc_minimal.so.4; do
+  found=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+  [[ -n "$found" ]] && cp -L "$found" "$out/$lib"
+done
 # Debian's Gloo (genesis/distributed's CPU backend) and the libraries it needs, which
 # the GPU machines lack; and the torch.distributed baseline of the collective benchmark.
 gloo=$(bazel info output_base)/external/gloo/lib/libgloo.so.0

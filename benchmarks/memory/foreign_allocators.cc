@@ -20,9 +20,11 @@ ForeignAllocator Load(const char* name, const char* library, const char* package
   a.package = package;
   void* const handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
-    const char* why = dlerror();
-    a.error = absl::StrCat("unavailable: ", why != nullptr ? why : library,
-                           " (Debian package ", package, ")");
+    const char* const error = dlerror();
+    const std::string why = error != nullptr ? error : "";
+    a.error = why.find("cannot open shared object file") != std::string::npos || why.empty()
+                  ? absl::StrCat("unavailable: no ", library, " (Debian package ", package, ")")
+                  : absl::StrCat("unavailable: ", why);
     return a;
   }
   // dlsym on the handle looks in the library first: its own malloc and free.

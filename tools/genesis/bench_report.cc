@@ -263,7 +263,13 @@ std::vector<PairRow> ComputeRows(const BenchReportInput& input) {
     const auto file = input.files.find(pair.run_id);
     if (file == input.files.end()) continue;
     const BenchResult* fig = Find(file->second, pair.figure);
-    const BenchResult* base = Find(file->second, pair.baseline);
+    const BenchResult* base = nullptr;
+    if (pair.baseline_run.empty()) {
+      base = Find(file->second, pair.baseline);
+    } else if (const auto other = input.files.find(pair.baseline_run);
+               other != input.files.end()) {
+      base = Find(other->second, pair.baseline);
+    }
     if (pair.optional && fig == nullptr && base == nullptr) continue;
     PairRow row;
     row.pair = &pair;

@@ -84,6 +84,30 @@ TEST(BenchReportTest, UnavailableBaselineSaysWhy) {
   EXPECT_EQ(r->met, "");
 }
 
+TEST(BenchReportTest, BaselineFromAnotherRun) {
+  BenchReportInput in = Input();
+  // No PyTorch run: its rows are there, not measured.
+  std::vector<PairRow> rows = ComputeRows(in);
+  const PairRow* r = RowFor(rows, "BM_HostPool/512/real_time/threads:1",
+                            "BM_TorchEmpty/512/real_time/threads:default");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->baseline_text, "not measured");
+  // With it, the baseline comes from its file.
+  in.files["torch_alloc"] = ParseBenchFile(R"({"context": {}, "benchmarks": [
+      {"name": "BM_TorchEmpty/512/real_time/threads:default_median",
+       "run_name": "BM_TorchEmpty/512/real_time/threads:default", "run_type": "aggregate",
+       "aggregate_name": "median", "real_time": 500, "time_unit": "ns"}]})",
+                                            "torch_alloc.json")
+                                .value();
+  rows = ComputeRows(in);
+  r = RowFor(rows, "BM_HostPool/512/real_time/threads:1",
+             "BM_TorchEmpty/512/real_time/threads:default");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->baseline_text, "500 ns");
+  EXPECT_DOUBLE_EQ(r->ratio, 10.0);  // The fixture's pool pair: 50 ns.
+  EXPECT_EQ(r->suite, "alloc");
+}
+
 // Every table row has as many cells as its header: the tables render on GitHub.
 TEST(BenchReportTest, MarkdownTablesParse) {
   const BenchReportInput in = Input();

@@ -56,6 +56,10 @@ std::vector<BenchRun> MakeRuns() {
       {"alloc", D::kCpu, "alloc_cpu", "benchmarks/memory", "allocator_benchmark", "", ""},
       {"alloc", D::kCuda, "alloc_cuda", "benchmarks/memory", "allocator_cuda_benchmark", "",
        ""},
+      // PyTorch's counterparts of the CPU rows, where the python3 that runs the script
+      // has PyTorch (reported as unavailable otherwise).
+      {"alloc", D::kCpu, "torch_alloc", "benchmarks/torch", "torch_cpu.py", "BM_TorchEmpty",
+       ""},
       {"copy", D::kCpu, "copy_cpu", "benchmarks/transfer", "copy_benchmark", "", ""},
       {"copy", D::kCuda, "copy_cuda", "benchmarks/transfer", "copy_cuda_benchmark", "", ""},
       {"copy", D::kCuda, "copy_cuda_single", "benchmarks/transfer",
@@ -72,10 +76,14 @@ std::vector<BenchRun> MakeRuns() {
        ""},
       {"convert", D::kCpu, "convert_cpu", "benchmarks/storage", "storage_benchmark",
        "BM_Convert|BM_Memcpy/50331648/", ""},
+      {"convert", D::kCpu, "torch_convert", "benchmarks/torch", "torch_cpu.py", "BM_TorchTo",
+       ""},
       {"convert", D::kCuda, "convert_cuda", "benchmarks/storage", "storage_cuda_benchmark",
        "BM_ConvertCuda|BM_CudaMemcpyAsync/50331648/", ""},
       {"contiguous", D::kCpu, "contiguous_cpu", "benchmarks/storage", "storage_benchmark",
        "BM_CopyTransposed|BM_Memcpy/67108864/", ""},
+      {"contiguous", D::kCpu, "torch_contiguous", "benchmarks/torch", "torch_cpu.py",
+       "BM_TorchContiguous", ""},
       {"contiguous", D::kCuda, "contiguous_cuda", "benchmarks/storage",
        "storage_cuda_benchmark", "BM_CopyStridedCuda|BM_CudaMemcpyAsync/67108864/", ""},
       {"replay", D::kCpu, "replay_cpu", "benchmarks/replay", "replay_benchmark", "", "", true},
@@ -116,6 +124,16 @@ BenchPair Pair(std::string run_id, std::string label, std::string figure,
   return p;
 }
 
+// `pair` with its baseline from PyTorch's script (run `torch_run`).
+BenchPair FromTorch(BenchPair pair, std::string torch_run) {
+  pair.baseline_run = std::move(torch_run);
+  return pair;
+}
+
+// The thread settings of PyTorch's rows: its own threads, and one (as genesis's loops).
+constexpr const char* kTorchThreads[][2] = {{"default", "PyTorch's threads"},
+                                            {"1", "1 thread"}};
+
 // Thread scaling: at least this fraction of one thread's throughput per thread that has
 // a core of its own.
 constexpr double kScalingPerCore = 0.8;
@@ -136,6 +154,13 @@ void AddAllocPairs(std::vector<BenchPair>& pairs) {
                            "BM_HostPool/" + s + t, "malloc + free", "BM_Malloc/" + s + t,
                            BenchMetric::kTime, threads == 1 ? 1.0 : 0));
     }
+    // PyTorch's torch.empty, from Python (no target: the interpreter's call is in it).
+    pairs.push_back(FromTorch(
+        Pair("alloc_cpu", absl::StrCat("host pool, ", SizeName(size), ", 1 thread"),
+             absl::StrCat("BM_HostPool/", s, "/real_time/threads:1"),
+             "torch.empty + release, from Python",
+             absl::StrCat("BM_TorchEmpty/", s, "/real_time/threads:default")),
+        "torch_alloc"));
     // One thread: within 1.5x of the fastest of the others, so of each of them.
     for (const auto& [benchmark, label] : kForeignAllocators) {
       const std::string t = "/real_time/threads:1";
@@ -328,6 +353,22 @@ void AddConvertPairs(std::vector<BenchPair>& pairs) {
   pairs.push_back(Pair("convert_cpu", "float16 -> float32, 4096 x 4096",
                        "BM_ConvertFloat16ToFloat32/real_time", "memcpy of the same bytes",
                        "BM_Memcpy/50331648/real_time", bw, 0.8));
+  // Tensor.to(dtype) beside the same conversions (no target of their own).
+  constexpr const char* kTorchConversions[][4] = {
+      {"float32 -> bfloat16", "ConvertFloat32ToBFloat16", "float32_to_bfloat16", "bfloat16"},
+      {"bfloat16 -> float32", "ConvertBFloat16ToFloat32", "bfloat16_to_float32", "float32"},
+      {"float32 -> float16", "ConvertFloat32ToFloat16", "float32_to_float16", "float16"},
+      {"float16 -> float32", "ConvertFloat16ToFloat32", "float16_to_float32", "float32"}};
+  for (const auto& [label, genesis, torch, to] : kTorchConversions) {
+    for (const auto& [threads, threads_label] : kTorchThreads) {
+      pairs.push_back(FromTorch(
+          Pair("convert_cpu", absl::StrCat(label, ", 4096 x 4096"),
+               absl::StrCat("BM_", genesis, "/real_time"),
+               absl::StrCat("Tensor.to(torch.", to, "), ", threads_label),
+               absl::StrCat("BM_TorchTo/", torch, "/real_time/threads:", threads), bw),
+          "torch_convert"));
+    }
+  }
   pairs.push_back(Pair("convert_cuda", "float32 -> bfloat16, 4096 x 4096",
                        "BM_ConvertCudaFloat32ToBFloat16/manual_time",
                        "cudaMemcpyAsync of the same bytes",
@@ -339,6 +380,17 @@ void AddConvertPairs(std::vector<BenchPair>& pairs) {
   pairs.push_back(Pair("contiguous_cpu", "transposed float32 4096 x 4096",
                        "BM_CopyTransposedFloat32/real_time", "memcpy of the same bytes",
                        "BM_Memcpy/67108864/real_time", bw, 0.5));
+  // At least PyTorch's contiguous() on one thread, as genesis's copy runs; beside its
+  // own threads without a target.
+  for (const auto& [threads, threads_label] : kTorchThreads) {
+    pairs.push_back(FromTorch(
+        Pair("contiguous_cpu", "transposed float32 4096 x 4096",
+             "BM_CopyTransposedFloat32/real_time",
+             absl::StrCat("Tensor.t().contiguous(), ", threads_label),
+             absl::StrCat("BM_TorchContiguous/real_time/threads:", threads), bw,
+             std::string(threads) == "1" ? 1.0 : 0),
+        "torch_contiguous"));
+  }
   pairs.push_back(Pair("contiguous_cuda", "transposed float32 4096 x 4096",
                        "BM_CopyStridedCudaTransposedFloat32/manual_time",
                        "cudaMemcpyAsync of the same bytes",

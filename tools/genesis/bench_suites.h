@@ -55,6 +55,9 @@ struct BenchPair {
   std::string figure;          // run_name of the genesis benchmark.
   std::string baseline_label;  // "malloc + free".
   std::string baseline;        // run_name of the baseline benchmark.
+  // BenchRun::id of the run holding the baseline when it is another (PyTorch's script
+  // beside a genesis binary, in the same `genesis bench`); empty: run_id.
+  std::string baseline_run;
   BenchMetric metric = BenchMetric::kTime;
   double target = 0;           // Least acceptable ratio; 0: no target.
   // Thread scaling: the target is target x min(scaling_threads, the CPUs of the machine

@@ -55,6 +55,13 @@ TEST(BenchSuitesTest, CatalogIsConsistent) {
   for (const BenchPair& p : BenchPairs()) {
     EXPECT_NE(FindRun(p.run_id), nullptr) << p.label;
     EXPECT_NE(p.figure, p.baseline) << p.label;
+    if (!p.baseline_run.empty()) {
+      // A baseline from another run comes from a run of the same suite, on the same device.
+      const BenchRun* other = FindRun(p.baseline_run);
+      ASSERT_NE(other, nullptr) << p.label;
+      EXPECT_EQ(other->suite, FindRun(p.run_id)->suite) << p.label;
+      EXPECT_EQ(other->device, FindRun(p.run_id)->device) << p.label;
+    }
     EXPECT_FALSE(p.label.empty());
   }
 }
@@ -88,6 +95,14 @@ TEST(BenchSuitesTest, EveryCpuRowWithAStatedAimHasItsTarget) {
       EXPECT_EQ(p.target, absl::StrContains(p.label, ", 1 thread") ? 1.0 : 0.0) << key;
       seen.insert("alloc");
     }
+    if (!p.baseline_run.empty()) {
+      // PyTorch's rows: contiguous() at least PyTorch's on one thread.
+      if (p.baseline_run == "torch_contiguous" && absl::EndsWith(p.baseline, "threads:1")) {
+        EXPECT_EQ(p.target, 1.0) << key;
+        seen.insert("torch");
+      }
+      continue;
+    }
     if (p.run_id == "copy_cpu" || p.run_id == "contiguous_cpu") {
       EXPECT_EQ(p.target, 0.5) << key;
       seen.insert(p.run_id);
@@ -103,7 +118,7 @@ TEST(BenchSuitesTest, EveryCpuRowWithAStatedAimHasItsTarget) {
       seen.insert("gloo");
     }
   }
-  EXPECT_EQ(seen.size(), 5u);
+  EXPECT_EQ(seen.size(), 6u);
 }
 
 TEST(BenchSuitesTest, EveryThreadScalingTargetDependsOnTheCores) {

@@ -42,6 +42,8 @@ install -m 755 tools/launch_stress.py tools/nccl_interop_peer.py tools/launch_ch
 install -m 755 "$bin/examples/profile_memory/profile_memory" "$out/profile_memory"
 for t in $tests; do copy "$t" "$out/tests"; done
 for b in $benchmarks; do copy "$b" "$out/benchmarks"; done
+# PyTorch's CPU baselines of genesis bench (run with the machine's python3).
+install -m 755 benchmarks/torch/torch_cpu.py "$out/benchmarks/benchmarks_torch_torch_cpu.py"
 cp -L "$(bazel info output_base)/external/com_github_google_benchmark/lib/libbenchmark.so" \
   "$out/libbenchmark.so.1debian"
 install -m 755 tools/run_gpu_tests.sh "$out/run_gpu_tests.sh"

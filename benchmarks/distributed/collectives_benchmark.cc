@@ -61,6 +61,9 @@ ABSL_FLAG(int, step_factor, 2, "sizes grow by this factor");
 ABSL_FLAG(int, iters, 20, "timed operations per size");
 ABSL_FLAG(int, warmup, 5, "untimed operations per size first");
 ABSL_FLAG(bool, baseline, true, "measure NCCL called directly beside genesis (nccl backend)");
+ABSL_FLAG(bool, baseline_events, false,
+          "the NCCL baseline records an event after each operation, as genesis does, to "
+          "tell the event's cost from the rest of genesis's");
 ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients");
 ABSL_FLAG(bool, register, false,
           "nccl: register the group's pool buffers with NCCL (GroupOptions::"
@@ -411,6 +414,10 @@ absl::Status RunRank() {
       GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, SharedUniqueId(*group));
       GENESIS_ASSIGN_OR_RETURN(raw_nccl, RawNccl::Create(group->rank(), n, group->device().index(),
                                                          id, max_bytes));
+      GENESIS_RETURN_IF_ERROR(raw_nccl->RecordEvents(absl::GetFlag(FLAGS_baseline_events)));
+      if (root && absl::GetFlag(FLAGS_baseline_events)) {
+        std::printf("# the nccl rows record an event after each operation\n");
+      }
       raw = [&](const std::string& op, size_t size) {
         return raw_nccl->Time(op, size, warmup, iters);
       };

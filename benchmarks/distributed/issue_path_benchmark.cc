@@ -134,12 +134,29 @@ absl::Status Nccl() {
   const double raw_median = Median(std::move(raw_ns));
   Print("nccl called directly: ncclAllReduce (8 B)", raw_median);
   Print("  genesis above nccl", ours - raw_median);
+  GENESIS_RETURN_IF_ERROR(raw->RecordEvents(true));
+  std::vector<double> evented_ns;
+  for (int rep = 0; rep <= absl::GetFlag(FLAGS_repetitions); ++rep) {
+    GENESIS_ASSIGN_OR_RETURN(double seconds,
+                             raw->Time("all_reduce", 8, 0, absl::GetFlag(FLAGS_ops)));
+    if (rep > 0) evented_ns.push_back(seconds * 1e9);
+  }
+  const double evented = Median(std::move(evented_ns));
+  Print("nccl called directly, then cudaEventRecord (8 B)", evented);
+  Print("  genesis above that", ours - evented);
 
   // The CUDA runtime calls of the path, each alone.
   GENESIS_ASSIGN_OR_RETURN(cuda::Event event, cuda::Event::Create(0));
   GENESIS_ASSIGN_OR_RETURN(double record, PerCall(
       [&]() -> absl::Status { return event.Record(stream.native()); }, drain));
   Print("  cudaEventRecord (cuda::Event::Record)", record);
+  // The driver's own call, without the runtime's layer.
+  if (absl::StatusOr<double> driver = raw->TimeDriverEventRecord(absl::GetFlag(FLAGS_ops));
+      driver.ok()) {
+    Print("  cuEventRecord (the driver's entry point)", *driver * 1e9);
+  } else {
+    std::printf("  cuEventRecord: %s\n", driver.status().ToString().c_str());
+  }
   GENESIS_ASSIGN_OR_RETURN(double query, PerCall(
       [&]() -> absl::Status { return event.Query().status(); }, drain));
   Print("  cudaEventQuery", query);

@@ -29,6 +29,19 @@ class RawNcclImpl final : public RawNccl {
     if (send_ != nullptr) cudaFree(send_);
     if (recv_ != nullptr) cudaFree(recv_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+
+  absl::Status RecordEvents(bool on) override {
+    if (on && event_ == nullptr) {
+      if (auto s = Check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming),
+                         "cudaEventCreateWithFlags");
+          !s.ok()) {
+        return s;
+      }
+    }
+    record_events_ = on;
+    return absl::OkStatus();
   }
 
   absl::Status Init(int rank, int size, int device, absl::Span<const char> id_bytes,
@@ -60,10 +73,46 @@ class RawNcclImpl final : public RawNccl {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i) {
       if (auto s = Issue(op, count); !s.ok()) return s;
+      if (record_events_) {
+        if (auto s = Check(cudaEventRecord(event_, stream_), "cudaEventRecord"); !s.ok()) {
+          return s;
+        }
+      }
     }
     if (auto s = Check(cudaStreamSynchronize(stream_), "sync"); !s.ok()) return s;
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
            iters;
+  }
+
+  absl::StatusOr<double> TimeDriverEventRecord(int calls) override {
+    if (event_ == nullptr) {
+      if (auto s = Check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming),
+                         "cudaEventCreateWithFlags");
+          !s.ok()) {
+        return s;
+      }
+    }
+    using CuEventRecord = int (*)(cudaEvent_t, cudaStream_t);
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (auto s = Check(cudaGetDriverEntryPointByVersion("cuEventRecord", &entry, 12000,
+                                                        cudaEnableDefault, &found),
+                       "cudaGetDriverEntryPointByVersion");
+        !s.ok()) {
+      return s;
+    }
+    if (found != cudaDriverEntryPointSuccess || entry == nullptr) {
+      return absl::NotFoundError("the driver has no cuEventRecord entry point");
+    }
+    const auto record = reinterpret_cast<CuEventRecord>(entry);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) {
+      if (record(event_, stream_) != 0) return absl::InternalError("cuEventRecord failed");
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (auto s = Check(cudaStreamSynchronize(stream_), "sync"); !s.ok()) return s;
+    return seconds / calls;
   }
 
   absl::StatusOr<double> TimeGraph(const std::string& op, size_t bytes, int ops,
@@ -149,6 +198,8 @@ class RawNcclImpl final : public RawNccl {
   cudaStream_t stream_ = nullptr;
   void* send_ = nullptr;
   void* recv_ = nullptr;
+  cudaEvent_t event_ = nullptr;
+  bool record_events_ = false;
 };
 
 }  // namespace

@@ -30,6 +30,16 @@ class RawNccl {
   virtual absl::StatusOr<double> Time(const std::string& op, size_t bytes, int warmup,
                                       int iters) = 0;
 
+  // With `on`, each operation Time issues is followed by a cudaEventRecord on the stream
+  // (one reused event without timing), as genesis's groups record one per operation they
+  // track: the event's own cost, on the host and on the GPU, is then in both rows.
+  virtual absl::Status RecordEvents(bool on) = 0;
+
+  // Seconds per cuEventRecord, the driver's call reached through
+  // cudaGetDriverEntryPointByVersion (no runtime layer), of `calls` on this object's
+  // stream.
+  virtual absl::StatusOr<double> TimeDriverEventRecord(int calls) = 0;
+
   // Seconds per operation of `op` on `bytes` when `ops` of them are captured into one
   // CUDA graph that is replayed `replays` times (after one replay of warm-up).
   virtual absl::StatusOr<double> TimeGraph(const std::string& op, size_t bytes, int ops,

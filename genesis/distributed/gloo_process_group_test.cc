@@ -130,6 +130,47 @@ TEST(GlooGroupTest, BroadcastReduceAndBarrier) {
   });
 }
 
+// Operations run in issue order whoever runs them: the group's thread, or a caller that
+// waits for the operation at the head of the queue and runs it itself. Waiting in any
+// order (the last first, then from the first; some with a deadline shorter than the
+// group's timeout, which are never run by the waiter) finishes every one, correctly.
+TEST(GlooGroupTest, WaitingInAnyOrderRunsEveryOperationInIssueOrder) {
+  RunGroup(3, [](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    constexpr int kOps = 24;
+    for (int round = 0; round < 3; ++round) {
+      std::vector<Storage> values;
+      std::vector<Work> works;
+      for (int k = 0; k < kOps; ++k) {
+        GENESIS_ASSIGN_OR_TEXT(v, Filled(1 + 37 * k, DType::kFloat32,
+                                         [&](int64_t i) { return r + k + i; }));
+        GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(v, ReduceOp::kSum));
+        values.push_back(v);
+        works.push_back(w);
+      }
+      std::vector<int> order;
+      if (round == 0) {
+        for (int k = kOps - 1; k >= 0; --k) order.push_back(k);
+      } else {
+        for (int k = 0; k < kOps; ++k) order.push_back(k);
+      }
+      for (int k : order) {
+        if (round == 2 && k % 3 == 0) {
+          // Less than the group's timeout: waited for, not run here.
+          GENESIS_RETURN_IF_BAD(works[k].Wait(absl::Seconds(10)));
+        } else {
+          GENESIS_RETURN_IF_BAD(works[k].Wait());
+        }
+      }
+      for (int k = 0; k < kOps; ++k) {
+        GENESIS_RETURN_IF_TEXT(Check(values[k], [&](int64_t i) { return 3.0 * (k + i) + 3; },
+                                     absl::StrCat("all_reduce ", k, " of round ", round)));
+      }
+    }
+    return "";
+  });
+}
+
 TEST(GlooGroupTest, AllGatherReduceScatterAllToAll) {
   RunGroup(3, [](ProcessGroup& group) -> std::string {
     const int r = group.rank();

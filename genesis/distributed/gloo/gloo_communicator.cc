@@ -1,6 +1,5 @@
 #include "genesis/distributed/gloo/gloo_communicator.h"
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <condition_variable>
@@ -71,12 +70,16 @@ class GlooCommunicator final : public Communicator {
         device_(std::move(device)),
         context_(std::move(context)),
         health_(info_.Describe()),
-        worker_([this] { RunJobs(collectives_); }),
-        waiter_([this] { RunJobs(peer_waits_); }) {}
+        described_(std::make_shared<const std::string>(info_.Describe())),
+        collectives_(std::make_shared<JobQueue>(this)),
+        peer_waits_(std::make_shared<JobQueue>(this)),
+        worker_([this] { RunJobs(*collectives_); }),
+        waiter_([this] { RunJobs(*peer_waits_); }) {}
 
+  // Runs what is queued first (a job still queued keeps the communicator alive).
   ~GlooCommunicator() override {
-    collectives_.Stop();
-    peer_waits_.Stop();
+    collectives_->Stop();
+    peer_waits_->Stop();
     worker_.join();
     waiter_.join();
   }
@@ -89,14 +92,18 @@ class GlooCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> AllReduce(const Buffer& buffer, ReduceOp op) override {
-    return Collective(absl::StrCat("all_reduce of ", DescribeBuffer(buffer), " (",
-                                   ToAbsl(ReduceOpName(op)), ")"),
+    return Collective([buffer, op] {
+                        return absl::StrCat("all_reduce of ", DescribeBuffer(buffer), " (",
+                                            ToAbsl(ReduceOpName(op)), ")");
+                      },
                       [this, buffer, op](uint32_t tag) { RunAllReduce(buffer, op, tag); });
   }
 
   absl::StatusOr<Work> Broadcast(const Buffer& buffer, int root) override {
     return Collective(
-        absl::StrCat("broadcast of ", DescribeBuffer(buffer), " from rank ", root),
+        [buffer, root] {
+          return absl::StrCat("broadcast of ", DescribeBuffer(buffer), " from rank ", root);
+        },
         [this, buffer, root](uint32_t tag) {
           gloo::BroadcastOptions opts(context_);
           opts.setOutput(static_cast<uint8_t*>(buffer.data), buffer.bytes());
@@ -108,8 +115,10 @@ class GlooCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> Reduce(const Buffer& buffer, int root, ReduceOp op) override {
-    return Collective(absl::StrCat("reduce of ", DescribeBuffer(buffer), " (",
-                                   ToAbsl(ReduceOpName(op)), ") to rank ", root),
+    return Collective([buffer, root, op] {
+                        return absl::StrCat("reduce of ", DescribeBuffer(buffer), " (",
+                                            ToAbsl(ReduceOpName(op)), ") to rank ", root);
+                      },
                       [this, buffer, root, op](uint32_t tag) {
                         // Gloo reduces into its output on every rank; the others keep
                         // their buffers, so the output is a scratch copy.
@@ -135,7 +144,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> AllGather(const Buffer& input, const Buffer& output) override {
-    return Collective(absl::StrCat("all_gather of ", DescribeBuffer(input)),
+    return Collective([input] { return absl::StrCat("all_gather of ", DescribeBuffer(input)); },
                       [this, input, output](uint32_t tag) {
                         gloo::AllgatherOptions opts(context_);
                         opts.setInput(static_cast<uint8_t*>(input.data), input.bytes());
@@ -148,8 +157,10 @@ class GlooCommunicator final : public Communicator {
 
   absl::StatusOr<Work> ReduceScatter(const Buffer& input, const Buffer& output,
                                      ReduceOp op) override {
-    return Collective(absl::StrCat("reduce_scatter of ", DescribeBuffer(input), " (",
-                                   ToAbsl(ReduceOpName(op)), ")"),
+    return Collective([input, op] {
+                        return absl::StrCat("reduce_scatter of ", DescribeBuffer(input), " (",
+                                            ToAbsl(ReduceOpName(op)), ")");
+                      },
                       [this, input, output, op](uint32_t tag) {
                         // Debian's Gloo has no reduce_scatter for arbitrary sizes: reduce
                         // a copy of the whole input and keep this rank's chunk.
@@ -164,7 +175,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> AllToAll(const Buffer& input, const Buffer& output) override {
-    return Collective(absl::StrCat("all_to_all of ", DescribeBuffer(input)),
+    return Collective([input] { return absl::StrCat("all_to_all of ", DescribeBuffer(input)); },
                       [this, input, output](uint32_t tag) {
                         gloo::AlltoallOptions opts(context_);
                         opts.setInput(static_cast<uint8_t*>(input.data), input.bytes());
@@ -176,7 +187,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> Barrier() override {
-    return Collective("barrier", [this](uint32_t tag) {
+    return Collective([] { return std::string("barrier"); }, [this](uint32_t tag) {
       gloo::BarrierOptions opts(context_);
       opts.setTag(tag);
       opts.setTimeout(Timeout());
@@ -214,7 +225,7 @@ class GlooCommunicator final : public Communicator {
       return error;
     }
     std::vector<PeerOp> kinds(ops.begin(), ops.end());
-    return Enqueue(peer_waits_, description, [this, posted, kinds](uint32_t) {
+    return Enqueue(peer_waits_, [what] { return what; }, [this, posted, kinds](uint32_t) {
       for (size_t i = 0; i < posted->size(); ++i) {
         const bool completed = kinds[i].kind == PeerOp::Kind::kSend
                                    ? (*posted)[i]->waitSend(Timeout())
@@ -250,16 +261,21 @@ class GlooCommunicator final : public Communicator {
     uint32_t tag = 0;
   };
 
-  // A first-in, first-out queue of jobs served by one thread.
+  // A first-in, first-out queue of jobs, run one at a time in order: by the thread that
+  // serves it, or by a thread that waits for the job at its head (JobState::RunHere),
+  // which then needs no hand-off to the serving thread and back.
   struct JobQueue {
+    explicit JobQueue(GlooCommunicator* owner) : owner(owner) {}
+
+    // Runs the jobs; outlives every job still queued (its destructor runs them first).
+    GlooCommunicator* const owner;
     std::mutex mu;
     std::condition_variable cv;
     std::deque<Job> jobs;
     bool stopping = false;
+    // A job taken from `jobs` has not finished: the next one waits for it.
+    bool running = false;
     uint32_t next_tag = 1;
-    // Jobs enqueued so far (also written under mu), read without it by a worker that
-    // looks for the next job before it sleeps.
-    std::atomic<uint64_t> enqueued{0};
 
     void Stop() {
       {
@@ -268,6 +284,55 @@ class GlooCommunicator final : public Communicator {
       }
       cv.notify_all();
     }
+
+    // Takes the job at the head if it is `state`'s and no job is running, and runs it on
+    // this thread; false (nothing done) otherwise.
+    bool RunIfFirst(const WorkState* state) {
+      Job job;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (running || jobs.empty() || jobs.front().state.get() != state) return false;
+        job = std::move(jobs.front());
+        jobs.pop_front();
+        running = true;
+      }
+      owner->Execute(job);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        running = false;
+      }
+      cv.notify_all();  // The serving thread, for the next job (or to stop).
+      return true;
+    }
+  };
+
+  // A queued operation: described only when asked (an error, a caller), and run by a
+  // waiter that finds it at the head of its queue.
+  class JobState final : public WorkState {
+   public:
+    JobState(std::function<std::string()> what, std::shared_ptr<const std::string> group,
+             std::shared_ptr<JobQueue> queue, absl::Duration timeout)
+        : WorkState(std::string(), Kind::kCompleted),
+          what_(std::move(what)),
+          group_(std::move(group)),
+          queue_(std::move(queue)),
+          timeout_(timeout) {}
+
+    std::string description() const override { return absl::StrCat(what_(), " in ", *group_); }
+
+   protected:
+    bool RunHere(absl::Time deadline) override {
+      // The operation may run until the group's timeout: only a waiter that would wait
+      // as long runs it (Wait(timeout) with less keeps its deadline).
+      if (deadline < absl::Now() + timeout_) return false;
+      return queue_->RunIfFirst(this);
+    }
+
+   private:
+    const std::function<std::string()> what_;
+    const std::shared_ptr<const std::string> group_;
+    const std::shared_ptr<JobQueue> queue_;
+    const absl::Duration timeout_;
   };
 
   std::chrono::milliseconds Timeout() const {
@@ -275,56 +340,60 @@ class GlooCommunicator final : public Communicator {
         absl::ToChronoMilliseconds(info_.timeout));
   }
 
-  absl::StatusOr<Work> Collective(std::string what, std::function<void(uint32_t)> run) {
+  absl::StatusOr<Work> Collective(std::function<std::string()> what,
+                                  std::function<void(uint32_t)> run) {
     GENESIS_RETURN_IF_ERROR(health_.Check());
-    return Enqueue(collectives_, absl::StrCat(what, " in ", info_.Describe()), std::move(run));
+    return Enqueue(collectives_, std::move(what), std::move(run));
   }
 
-  Work Enqueue(JobQueue& queue, std::string description, std::function<void(uint32_t)> run) {
-    auto state = std::make_shared<WorkState>(std::move(description),
-                                             WorkState::Kind::kCompleted);
+  Work Enqueue(const std::shared_ptr<JobQueue>& to, std::function<std::string()> what,
+               std::function<void(uint32_t)> run) {
+    auto state = std::make_shared<JobState>(std::move(what), described_, to, info_.timeout);
+    JobQueue& queue = *to;
     {
       std::lock_guard<std::mutex> lock(queue.mu);
       // Tags are given in call order, which every rank shares.
       queue.jobs.push_back(Job{state, std::move(run), queue.next_tag++});
-      queue.enqueued.fetch_add(1, std::memory_order_release);
     }
     queue.cv.notify_one();
     return Work(state);
   }
 
+  // Serves `queue` until it stops and is empty. It does not look for jobs before it
+  // sleeps: a caller that waits for its operation at once runs it itself (RunIfFirst),
+  // and the jobs of a burst follow one another without a sleep.
   void RunJobs(JobQueue& queue) {
-    uint64_t seen = 0;
     for (;;) {
       Job job;
-      // Collectives often come back to back (a training step's buckets, a caller that
-      // waits for one and issues the next): where cores are to spare, look for the next
-      // one for a little while before sleeping, since waking a sleeping thread costs
-      // microseconds, more than an 8 KiB collective's hand-off should.
-      if (internal::LookBeforeSleeping()) {
-        const absl::Time until = absl::Now() + kLookBeforeSleeping;
-        while (queue.enqueued.load(std::memory_order_acquire) == seen && absl::Now() < until) {
-          std::this_thread::yield();
-        }
-      }
       {
         std::unique_lock<std::mutex> lock(queue.mu);
-        queue.cv.wait(lock, [&] { return queue.stopping || !queue.jobs.empty(); });
+        queue.cv.wait(lock, [&] {
+          return !queue.running && (queue.stopping || !queue.jobs.empty());
+        });
         if (queue.jobs.empty()) return;
         job = std::move(queue.jobs.front());
         queue.jobs.pop_front();
-        seen = queue.enqueued.load(std::memory_order_relaxed) - queue.jobs.size();
+        queue.running = true;
       }
-      absl::Status status = health_.Check();
-      if (status.ok()) {
-        try {
-          job.run(job.tag);
-        } catch (const std::exception& e) {
-          status = Failure(job.state->description(), e);
-        }
+      Execute(job);
+      {
+        std::lock_guard<std::mutex> lock(queue.mu);
+        queue.running = false;
       }
-      job.state->Finish(std::move(status));
     }
+  }
+
+  // Runs `job` and finishes its state with how it ended.
+  void Execute(Job& job) {
+    absl::Status status = health_.Check();
+    if (status.ok()) {
+      try {
+        job.run(job.tag);
+      } catch (const std::exception& e) {
+        status = Failure(job.state->description(), e);
+      }
+    }
+    job.state->Finish(std::move(status));
   }
 
   // The error of `description` failing with `e`; the communicator is unusable after.
@@ -353,17 +422,16 @@ class GlooCommunicator final : public Communicator {
     if (op == ReduceOp::kAvg) DivideInPlace(buffer.data, buffer.count, buffer.dtype, info_.size);
   }
 
-  // How long a worker looks for its next job before it sleeps.
-  static constexpr absl::Duration kLookBeforeSleeping = absl::Microseconds(50);
-
   const GroupInfo info_;
   const std::shared_ptr<Store> store_;
   const std::string hostname_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
   internal::GroupHealth health_;
-  JobQueue collectives_;
-  JobQueue peer_waits_;
+  // info_.Describe(), for the operations' descriptions.
+  const std::shared_ptr<const std::string> described_;
+  const std::shared_ptr<JobQueue> collectives_;
+  const std::shared_ptr<JobQueue> peer_waits_;
   std::thread worker_;
   std::thread waiter_;
 };

@@ -31,6 +31,8 @@ bool WorkState::Done() {
 
 bool WorkState::WaitUntil(absl::Time deadline) {
   if (kind_ == Kind::kCompleted) {
+    // Not started yet: the waiter runs it itself, with no hand-off either way.
+    if (!finished_.load(std::memory_order_acquire) && RunHere(deadline)) return true;
     // Another thread finishes it (Gloo's worker), often within microseconds: look for a
     // little while before sleeping, since waking a sleeping thread costs about as much.
     if (LookBeforeSleeping()) {

@@ -59,6 +59,13 @@ class WorkState {
  protected:
   // Polled states: checks whether the operation has finished and calls Finish if so.
   virtual void Progress() {}
+  // Completed states: runs the operation on the calling thread, a waiter with time until
+  // `deadline`, if it has not started and nothing is before it (rather than sleeping
+  // until another thread has run it), and finishes the state; returns whether it did.
+  virtual bool RunHere(absl::Time deadline) {
+    (void)deadline;
+    return false;
+  }
 
  private:
   const std::string description_;

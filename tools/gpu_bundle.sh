@@ -49,7 +49,7 @@ cp -L "$(bazel info output_base)/external/com_github_google_benchmark/lib/libben
 install -m 755 tools/run_gpu_tests.sh "$out/run_gpu_tests.sh"
 # The allocator baselines of allocator_benchmark (loaded with dlopen where found).
 for lib in libmimalloc.so.2 libjemalloc.so.2 libtcmalloc_minimal.so.4; do
-  found=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+  found=$(ldconfig -p | awk -v l="$lib" '$1 == l && !f {print $NF; f = 1}')
   [[ -n "$found" ]] && cp -L "$found" "$out/$lib"
 done
 # Debian's Gloo (genesis/distributed's CPU backend) and the libraries it needs, which

@@ -297,11 +297,14 @@ class GlooCommunicator final : public Communicator {
         running = true;
       }
       owner->Execute(job);
+      bool wake;
       {
         std::lock_guard<std::mutex> lock(mu);
         running = false;
+        // The serving thread waits for a job or the stop, not for this one's end.
+        wake = stopping || !jobs.empty();
       }
-      cv.notify_all();  // The serving thread, for the next job (or to stop).
+      if (wake) cv.notify_all();
       return true;
     }
   };

@@ -159,7 +159,7 @@ def format_target(target: float, met: str) -> str:
     if not target or target <= 0:
         return ""
     verdict = {"yes": "met", "no": "**missed**"}.get(met, met or "not measured")
-    return f">= {target:g}x: {verdict}"
+    return f">= {target:.3g}x: {verdict}"
 
 
 def cell(text: str) -> str:

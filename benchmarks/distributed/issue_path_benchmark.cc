@@ -125,23 +125,21 @@ absl::Status Nccl() {
 
   GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, distributed::NewNcclUniqueId());
   GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<RawNccl> raw, RawNccl::Create(0, 1, 0, id, 8));
-  std::vector<double> raw_ns;
-  for (int rep = 0; rep <= absl::GetFlag(FLAGS_repetitions); ++rep) {
-    GENESIS_ASSIGN_OR_RETURN(double seconds,
-                             raw->Time("all_reduce", 8, 0, absl::GetFlag(FLAGS_ops)));
-    if (rep > 0) raw_ns.push_back(seconds * 1e9);
-  }
-  const double raw_median = Median(std::move(raw_ns));
-  Print("nccl called directly: ncclAllReduce (8 B)", raw_median);
-  Print("  genesis above nccl", ours - raw_median);
+  // Nanoseconds per ncclAllReduce of the raw communicator, median of --repetitions.
+  auto raw_median = [&]() -> absl::StatusOr<double> {
+    std::vector<double> ns;
+    for (int rep = 0; rep <= absl::GetFlag(FLAGS_repetitions); ++rep) {
+      GENESIS_ASSIGN_OR_RETURN(double seconds,
+                               raw->Time("all_reduce", 8, 0, absl::GetFlag(FLAGS_ops)));
+      if (rep > 0) ns.push_back(seconds * 1e9);  // The first is warm-up.
+    }
+    return Median(std::move(ns));
+  };
+  GENESIS_ASSIGN_OR_RETURN(const double plain, raw_median());
+  Print("nccl called directly: ncclAllReduce (8 B)", plain);
+  Print("  genesis above nccl", ours - plain);
   GENESIS_RETURN_IF_ERROR(raw->RecordEvents(true));
-  std::vector<double> evented_ns;
-  for (int rep = 0; rep <= absl::GetFlag(FLAGS_repetitions); ++rep) {
-    GENESIS_ASSIGN_OR_RETURN(double seconds,
-                             raw->Time("all_reduce", 8, 0, absl::GetFlag(FLAGS_ops)));
-    if (rep > 0) evented_ns.push_back(seconds * 1e9);
-  }
-  const double evented = Median(std::move(evented_ns));
+  GENESIS_ASSIGN_OR_RETURN(const double evented, raw_median());
   Print("nccl called directly, then cudaEventRecord (8 B)", evented);
   Print("  genesis above that", ours - evented);
 

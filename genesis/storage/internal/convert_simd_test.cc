@@ -128,30 +128,27 @@ TEST_P(ConvertSimdTest, BigConversionsStreamAlignedAndMatchTheScalarOnes) {
     SCOPED_TRACE(byte_offset);
     std::vector<char> narrow(n * sizeof(uint16_t) + 8, '\x5A');
     std::vector<char> wide(n * sizeof(float) + 8, '\x5A');
-    auto* const bf = reinterpret_cast<uint16_t*>(narrow.data() + byte_offset);
-    FloatToBFloat16(in.data(), bf, n);
-    auto* const f = reinterpret_cast<float*>(wide.data() + byte_offset);
-    BFloat16ToFloat(bf, f, n);
-    for (size_t i = 0; i < n; ++i) {
-      uint16_t b;
-      std::memcpy(&b, reinterpret_cast<const char*>(bf) + i * 2, 2);
-      ASSERT_EQ(b, FloatToBFloat16Bits(in[i])) << i;
-      float back;
-      std::memcpy(&back, reinterpret_cast<const char*>(f) + i * 4, 4);
-      ASSERT_EQ(std::bit_cast<uint32_t>(back), std::bit_cast<uint32_t>(BFloat16BitsToFloat(b)))
-          << i;
-    }
-    auto* const h = reinterpret_cast<uint16_t*>(narrow.data() + byte_offset);
-    FloatToHalf(in.data(), h, n);
-    HalfToFloat(h, f, n);
-    for (size_t i = 0; i < n; ++i) {
-      uint16_t b;
-      std::memcpy(&b, reinterpret_cast<const char*>(h) + i * 2, 2);
-      ASSERT_EQ(b, FloatToHalfBits(in[i])) << i;
-      float back;
-      std::memcpy(&back, reinterpret_cast<const char*>(f) + i * 4, 4);
-      ASSERT_EQ(std::bit_cast<uint32_t>(back), std::bit_cast<uint32_t>(HalfBitsToFloat(b))) << i;
-    }
+    // Narrows with `narrow_fn`, widens back with `widen_fn`; both bit for bit against
+    // the scalar `narrow_ref` and `widen_ref`.
+    auto round_trip = [&](auto narrow_fn, auto widen_fn, auto narrow_ref, auto widen_ref,
+                          const char* name) {
+      auto* const h = reinterpret_cast<uint16_t*>(narrow.data() + byte_offset);
+      auto* const f = reinterpret_cast<float*>(wide.data() + byte_offset);
+      narrow_fn(in.data(), h, n);
+      widen_fn(h, f, n);
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t b;
+        std::memcpy(&b, reinterpret_cast<const char*>(h) + i * 2, 2);
+        ASSERT_EQ(b, narrow_ref(in[i])) << name << " " << i;
+        float back;
+        std::memcpy(&back, reinterpret_cast<const char*>(f) + i * 4, 4);
+        ASSERT_EQ(std::bit_cast<uint32_t>(back), std::bit_cast<uint32_t>(widen_ref(b)))
+            << name << " " << i;
+      }
+    };
+    round_trip(FloatToBFloat16, BFloat16ToFloat, FloatToBFloat16Bits, BFloat16BitsToFloat,
+               "bfloat16");
+    round_trip(FloatToHalf, HalfToFloat, FloatToHalfBits, HalfBitsToFloat, "float16");
     // Nothing written past the end.
     for (size_t i = byte_offset + n * sizeof(uint16_t); i < narrow.size(); ++i) {
       ASSERT_EQ(narrow[i], '\x5A');

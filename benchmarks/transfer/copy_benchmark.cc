@@ -6,8 +6,9 @@
 // `genesis bench` plots bandwidth against size from these rows (BM_Copy_<path>_<call>).
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <memory>
 
 #include "benchmark/benchmark.h"
 #include "genesis/storage/layout.h"
@@ -18,11 +19,26 @@ namespace {
 
 constexpr int64_t kRowFloats = 1024;
 
-std::vector<float> Filled(int64_t n) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 1000);
-  return v;
-}
+// n floats aligned to a cache line, as the host pool's blocks are (512 bytes): from a
+// pointer 16 bytes past a line (malloc's), half the 32-byte loads and stores of the
+// transposing squares straddle two lines, and the 64 KiB transposed row ran at 0.28-0.34
+// of memcpy where aligned it runs at about 0.5-0.65 (docs/storage.md).
+class Filled {
+ public:
+  explicit Filled(int64_t n)
+      : size_(static_cast<size_t>(n)),
+        data_(static_cast<float*>(std::aligned_alloc(64, (size_ * sizeof(float) + 63) / 64 * 64)),
+              &std::free) {
+    for (size_t i = 0; i < size_; ++i) data_.get()[i] = static_cast<float>(i % 1000);
+  }
+  float* data() { return data_.get(); }
+  const float* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_;
+  std::unique_ptr<float, decltype(&std::free)> data_;
+};
 
 void Finish(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * state.range(0));
@@ -41,8 +57,8 @@ Layout EveryOtherRow(int64_t bytes) {
 }
 
 void Strided(benchmark::State& state, const Layout& layout, int64_t base_floats) {
-  const std::vector<float> src = Filled(base_floats);
-  std::vector<float> dst = Filled(layout.numel());
+  const Filled src(base_floats);
+  Filled dst(layout.numel());
   for (auto _ : state) {
     CopyStridedToContiguous(src.data(), layout, sizeof(float), dst.data());
     benchmark::ClobberMemory();
@@ -59,8 +75,8 @@ void BM_Copy_Rows_CopyStridedToContiguous(benchmark::State& state) {
 }
 
 void Memcpy(benchmark::State& state) {
-  const std::vector<float> src = Filled(state.range(0) / 4);
-  std::vector<float> dst = Filled(state.range(0) / 4);
+  const Filled src(state.range(0) / 4);
+  Filled dst(state.range(0) / 4);
   for (auto _ : state) {
     std::memcpy(dst.data(), src.data(), src.size() * sizeof(float));
     benchmark::ClobberMemory();

@@ -1,6 +1,5 @@
 #include "genesis/distributed/gloo/gloo_communicator.h"
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <condition_variable>
@@ -277,10 +276,6 @@ class GlooCommunicator final : public Communicator {
     // A job taken from `jobs` has not finished: the next one waits for it.
     bool running = false;
     uint32_t next_tag = 1;
-    // Jobs pushed and taken (by the serving thread or a waiter) so far; written under
-    // mu, read without it by a serving thread that looks before it sleeps.
-    std::atomic<uint64_t> enqueued{0};
-    std::atomic<uint64_t> taken{0};
 
     void Stop() {
       {
@@ -300,7 +295,6 @@ class GlooCommunicator final : public Communicator {
         job = std::move(jobs.front());
         jobs.pop_front();
         running = true;
-        taken.fetch_add(1, std::memory_order_release);
       }
       owner->Execute(job);
       bool wake;
@@ -363,20 +357,16 @@ class GlooCommunicator final : public Communicator {
       std::lock_guard<std::mutex> lock(queue.mu);
       // Tags are given in call order, which every rank shares.
       queue.jobs.push_back(Job{state, std::move(run), queue.next_tag++});
-      queue.enqueued.fetch_add(1, std::memory_order_release);
     }
     queue.cv.notify_one();
     return Work(state);
   }
 
-  // Serves `queue` until it stops and is empty. Where the machine has cores to spare, it
-  // looks for the next job for a while before it sleeps (then an enqueue needs no
-  // wake-up call on the caller's path), and leaves a job it sees to its caller for a
-  // moment first: a caller that waits at once runs the job itself (RunIfFirst). On a
-  // few cores it sleeps at once; the jobs of a burst follow one another without a sleep.
+  // Serves `queue` until it stops and is empty. It does not look for jobs before it
+  // sleeps: a caller that waits for its operation at once runs it itself (RunIfFirst),
+  // and the jobs of a burst follow one another without a sleep.
   void RunJobs(JobQueue& queue) {
     for (;;) {
-      if (internal::LookBeforeSleeping()) LookForJob(queue);
       Job job;
       {
         std::unique_lock<std::mutex> lock(queue.mu);
@@ -387,7 +377,6 @@ class GlooCommunicator final : public Communicator {
         job = std::move(queue.jobs.front());
         queue.jobs.pop_front();
         queue.running = true;
-        queue.taken.fetch_add(1, std::memory_order_release);
       }
       Execute(job);
       {
@@ -396,30 +385,6 @@ class GlooCommunicator final : public Communicator {
       }
     }
   }
-
-  // Returns once a job has waited kLeaveToWaiter without a waiter taking it, or nothing
-  // has come for kLookBeforeSleeping.
-  static void LookForJob(const JobQueue& queue) {
-    const absl::Time give_up = absl::Now() + kLookBeforeSleeping;
-    absl::Time take_at = absl::InfiniteFuture();
-    for (;;) {
-      const uint64_t taken = queue.taken.load(std::memory_order_acquire);
-      const absl::Time now = absl::Now();
-      if (queue.enqueued.load(std::memory_order_acquire) != taken) {
-        if (take_at == absl::InfiniteFuture()) take_at = now + kLeaveToWaiter;
-        if (now >= take_at) return;
-      } else {
-        take_at = absl::InfiniteFuture();
-        if (now >= give_up) return;
-      }
-      std::this_thread::yield();
-    }
-  }
-
-  // How long the serving thread looks for a job before it sleeps, and how long it leaves
-  // a new job to a caller that may wait for it at once.
-  static constexpr absl::Duration kLookBeforeSleeping = absl::Microseconds(50);
-  static constexpr absl::Duration kLeaveToWaiter = absl::Microseconds(3);
 
   // Runs `job` and finishes its state with how it ended.
   void Execute(Job& job) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <thread>
 #include <utility>
 
@@ -11,14 +10,7 @@
 namespace genesis::distributed::internal {
 
 bool LookBeforeSleeping() {
-  static const bool look = [] {
-    // GENESIS_LOOK_BEFORE_SLEEPING=1 or 0 decides instead (tests of either way).
-    const char* set = std::getenv("GENESIS_LOOK_BEFORE_SLEEPING");
-    if (set != nullptr && (set[0] == '0' || set[0] == '1') && set[1] == '\0') {
-      return set[0] == '1';
-    }
-    return std::thread::hardware_concurrency() >= 8;
-  }();
+  static const bool look = std::thread::hardware_concurrency() >= 8;
   return look;
 }
 

@@ -23,8 +23,7 @@ namespace genesis::distributed::internal {
 // Whether a thread about to sleep until another one hands it something may first look
 // for it for a little while (yielding): only on machines with cores to spare (8 or
 // more), where waking a sleeping thread costs more than looking. On a few cores the
-// looking takes the CPU from the very threads it waits for. The environment variable
-// GENESIS_LOOK_BEFORE_SLEEPING=1 (or 0) decides instead, read once.
+// looking takes the CPU from the very threads it waits for.
 bool LookBeforeSleeping();
 
 class WorkState {

@@ -224,8 +224,13 @@ bool UseTiles(const LoopPlan& plan, size_t size) {
 // strips of whole rows instead. The rows and columns that do not fill a
 // square are copied item by item.
 
-// Bytes of each source row that a strip reads.
+// Bytes of each source row that a strip reads: in big copies (kStreamBytes and
+// more, non-temporal stores), and in the others, whose destination stays in
+// cache and competes with the strip's source lines for it. On the 2-core
+// build machine shorter strips took a 1 MiB float32 transpose from 0.32-0.44
+// of memcpy to 0.40-0.50 (three runs each); in big copies they cost a fifth.
 constexpr int64_t kStripSourceBytes = 2048;
+constexpr int64_t kCachedStripSourceBytes = 512;
 // From this many bytes in all, transposes use non-temporal stores: below it
 // the destination may stay in cache, and regular stores are faster.
 constexpr int64_t kStreamBytes = int64_t{8} << 20;
@@ -639,7 +644,7 @@ void CopyTransposeBlock(const TransposeKernel& kernel, const char* src,
   const int64_t r_end = rows / k * k;
   // A strip: a cache line of each destination row (at least 4 items),
   // rounded up to whole squares, or for a small block in a big copy all of
-  // each row; by kStripSourceBytes of each source row, rounded down. Strips
+  // each row; by k(Cached)StripSourceBytes of each source row, rounded down. Strips
   // after c_begin start on line boundaries.
   const int64_t strip_cols =
       stream && rows * cols * item <= kWholeRowBlockBytes
@@ -647,7 +652,8 @@ void CopyTransposeBlock(const TransposeKernel& kernel, const char* src,
           : (std::max<int64_t>((kCacheLine + item - 1) / item, 4) + k - 1) / k *
                 k;
   const int64_t strip_rows =
-      std::max<int64_t>(kStripSourceBytes / item / k, 1) * k;
+      std::max<int64_t>((stream ? kStripSourceBytes : kCachedStripSourceBytes) / item / k, 1) *
+      k;
   const bool streamed = stream && aligned && kernel.stream_strip != nullptr;
   for (int64_t r = 0; r < r_end; r += strip_rows) {
     const int64_t nr = std::min(strip_rows, r_end - r);

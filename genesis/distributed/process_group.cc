@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "genesis/core/absl_compat.h"
 #include "genesis/core/status.h"
@@ -92,8 +93,8 @@ absl::StatusOr<Work> ProcessGroup::Recv(const Storage& storage, int src, int tag
 
 absl::StatusOr<Work> ProcessGroup::SendRecv(absl::Span<const StoragePeerOp> ops) {
   if (ops.empty()) return Work();
-  std::vector<PeerOp> peer_ops;
-  peer_ops.reserve(ops.size());
+  // Inline: a step of a ring exchange is a send and a receive.
+  absl::InlinedVector<PeerOp, 2> peer_ops;
   for (const StoragePeerOp& op : ops) {
     const bool send = op.kind == PeerOp::Kind::kSend;
     GENESIS_ASSIGN_OR_RETURN(Buffer buffer,
@@ -110,8 +111,7 @@ absl::StatusOr<Work> ProcessGroup::SendRecv(absl::Span<const StoragePeerOp> ops)
     }
     peer_ops.push_back(PeerOp{op.kind, buffer, op.peer, op.tag});
   }
-  std::vector<Storage> storages;
-  storages.reserve(ops.size());
+  absl::InlinedVector<Storage, 2> storages;
   for (const StoragePeerOp& op : ops) storages.push_back(op.storage);
   return Retaining(communicator_->SendRecv(peer_ops), storages);
 }

@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "genesis/core/absl_compat.h"
@@ -103,11 +104,21 @@ struct OpSummary {
   // " to rank " / " from rank " and the peer or root, when there is one.
   const char* peer_words = nullptr;
   int peer = -1;
-  // Batches of sends and receives, described when they are issued (they are rarer).
-  std::string text;
+  // A batch of sends and receives (two or more), kept as values like the rest: a ring
+  // exchange issues one every step.
+  absl::InlinedVector<PeerOp, 2> batch;
 
   std::string ToString() const {
-    if (!text.empty()) return text;
+    if (!batch.empty()) {
+      std::string s = absl::StrCat("batch of ", batch.size(), ": ");
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const PeerOp& op = batch[i];
+        const bool send = op.kind == PeerOp::Kind::kSend;
+        absl::StrAppend(&s, i == 0 ? "" : ", ", send ? "send of " : "recv of ",
+                        DescribeBuffer(op.buffer), send ? " to rank " : " from rank ", op.peer);
+      }
+      return s;
+    }
     if (!has_buffer) return name;
     std::string s = absl::StrCat(name, " of ", DescribeBuffer(buffer));
     if (op.has_value()) absl::StrAppend(&s, " (", ToAbsl(ReduceOpName(*op)), ")");
@@ -537,13 +548,7 @@ class NcclCommunicator final : public Communicator {
       what = OpSummary(send ? "send" : "recv", ops[0].buffer, std::nullopt,
                        send ? " to rank " : " from rank ", ops[0].peer);
     } else {
-      what.text = absl::StrCat("batch of ", ops.size(), ": ");
-      for (size_t i = 0; i < ops.size(); ++i) {
-        const PeerOp& op = ops[i];
-        const bool send = op.kind == PeerOp::Kind::kSend;
-        absl::StrAppend(&what.text, i == 0 ? "" : ", ", send ? "send of " : "recv of ",
-                        DescribeBuffer(op.buffer), send ? " to rank " : " from rank ", op.peer);
-      }
+      what.batch.assign(ops.begin(), ops.end());
     }
     CUstream_st* stream = ops.front().buffer.stream;
     for (const PeerOp& op : ops) {
@@ -552,8 +557,7 @@ class NcclCommunicator final : public Communicator {
             "a batch of sends and receives must use storages of one stream");
       }
     }
-    std::vector<Buffer> buffers;
-    buffers.reserve(ops.size());
+    absl::InlinedVector<Buffer, 4> buffers;
     for (const PeerOp& op : ops) buffers.push_back(op.buffer);
     return Issue(std::move(what), stream, buffers, [&](ncclComm_t c) {
       ncclResult_t r = ncclGroupStart();

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "genesis/cuda/internal/driver.h"
 
 namespace genesis::benchmarks {
 namespace {
@@ -33,12 +34,8 @@ class RawNcclImpl final : public RawNccl {
   }
 
   absl::Status RecordEvents(bool on) override {
-    if (on && event_ == nullptr) {
-      if (auto s = Check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming),
-                         "cudaEventCreateWithFlags");
-          !s.ok()) {
-        return s;
-      }
+    if (on) {
+      if (auto s = MakeEvent(); !s.ok()) return s;
     }
     record_events_ = on;
     return absl::OkStatus();
@@ -85,29 +82,14 @@ class RawNcclImpl final : public RawNccl {
   }
 
   absl::StatusOr<double> TimeDriverEventRecord(int calls) override {
-    if (event_ == nullptr) {
-      if (auto s = Check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming),
-                         "cudaEventCreateWithFlags");
-          !s.ok()) {
-        return s;
-      }
-    }
-    using CuEventRecord = int (*)(cudaEvent_t, cudaStream_t);
-    void* entry = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (auto s = Check(cudaGetDriverEntryPointByVersion("cuEventRecord", &entry, 12000,
-                                                        cudaEnableDefault, &found),
-                       "cudaGetDriverEntryPointByVersion");
-        !s.ok()) {
-      return s;
-    }
-    if (found != cudaDriverEntryPointSuccess || entry == nullptr) {
-      return absl::NotFoundError("the driver has no cuEventRecord entry point");
-    }
-    const auto record = reinterpret_cast<CuEventRecord>(entry);
+    if (auto s = MakeEvent(); !s.ok()) return s;
+    decltype(&::cuEventRecord) record = nullptr;
+    if (auto s = cuda::ResolveDriverFunction("cuEventRecord", &record); !s.ok()) return s;
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < calls; ++i) {
-      if (record(event_, stream_) != 0) return absl::InternalError("cuEventRecord failed");
+      if (auto s = cuda::DriverStatus(record(event_, stream_), "cuEventRecord"); !s.ok()) {
+        return s;
+      }
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -154,6 +136,13 @@ class RawNcclImpl final : public RawNccl {
   }
 
  private:
+  // The event RecordEvents and TimeDriverEventRecord record, made on first use.
+  absl::Status MakeEvent() {
+    if (event_ != nullptr) return absl::OkStatus();
+    return Check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming),
+                 "cudaEventCreateWithFlags");
+  }
+
   absl::Status Issue(const std::string& op, size_t count) {
     float* s = static_cast<float*>(send_);
     float* r = static_cast<float*>(recv_);

@@ -37,6 +37,7 @@ EDGE = 4096
 EMPTY_SIZES = (8, 512, 64 << 10, 1 << 20, 32 << 20, 64 << 20)
 CONVERSIONS = (("float32", "bfloat16"), ("bfloat16", "float32"), ("float32", "float16"),
                ("float16", "float32"))
+ITEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 THREADS = ("default", "1")
 
 
@@ -65,6 +66,8 @@ class Case:
 
 
 def cases(torch) -> list[Case]:
+    """Every benchmark; `torch` is used only when a case is made, so that without
+    PyTorch (None) the cases still name themselves."""
     out = []
     for threads in THREADS:
         for size in EMPTY_SIZES:
@@ -75,14 +78,14 @@ def cases(torch) -> list[Case]:
             def make(src=src, dst=dst):
                 x = torch.rand(EDGE, EDGE).to(getattr(torch, src))
                 return lambda: x.to(getattr(torch, dst))
-            traffic = EDGE * EDGE * (torch.empty(0, dtype=getattr(torch, src)).element_size() +
-                                     torch.empty(0, dtype=getattr(torch, dst)).element_size())
+            traffic = EDGE * EDGE * (ITEM_BYTES[src] + ITEM_BYTES[dst])
             out.append(Case(f"BM_TorchTo/{src}_to_{dst}", make, traffic, threads))
 
         def make_contiguous():
             x = torch.rand(EDGE, EDGE)
             return lambda: x.t().contiguous()
-        out.append(Case("BM_TorchContiguous", make_contiguous, 2 * EDGE * EDGE * 4, threads))
+        out.append(Case("BM_TorchContiguous", make_contiguous,
+                        2 * EDGE * EDGE * ITEM_BYTES["float32"], threads))
     return out
 
 
@@ -151,7 +154,7 @@ def run(args: argparse.Namespace) -> dict:
             os.environ["GENESIS_TORCH_CPU_RETRY"] = "1"
             os.execv(system, [system, os.path.abspath(__file__)] + sys.argv[1:])
         why = f"unavailable: no PyTorch for {sys.executable} ({e})"
-        names = [c.name for c in cases(_NameOnlyTorch())]
+        names = [c.name for c in cases(None)]
         return {"context": context,
                 "benchmarks": [failed(n, why) for n in names if not pattern or pattern.search(n)]}
     context["torch_version"] = torch.__version__
@@ -170,21 +173,6 @@ def run(args: argparse.Namespace) -> dict:
             benchmarks.append(failed(case.name, f"torch: {e}"))
     torch.set_num_threads(default_threads)
     return {"context": context, "benchmarks": benchmarks}
-
-
-class _NameOnlyTorch:
-    """Stands in for torch where it is missing, so that cases() can still name every
-    benchmark (nothing is built or run through it)."""
-
-    uint8 = float32 = bfloat16 = float16 = None
-
-    @staticmethod
-    def empty(*_args, **_kwargs):
-        class _Sized:
-            @staticmethod
-            def element_size() -> int:
-                return 0
-        return _Sized()
 
 
 def main(argv: Optional[list[str]] = None) -> int:

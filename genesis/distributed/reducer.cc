@@ -238,12 +238,27 @@ absl::StatusOr<Work> Reducer::Finish() {
     if (missing.empty()) {
       text = absl::StrCat("Reducer::Finish: bucket ", next_, " failed to start earlier");
     }
+    // The buckets this step started still reduce into their buffers (and, in place,
+    // into the gradients): they complete before the next step may write either. Their
+    // own errors are beside the point here; a group that fails reports them again.
+    const size_t started = next_;
+    (void)AwaitLocked(started, /*unpack=*/false);
+    works_.assign(buckets_.size(), Work());
     ResetLocked();
     return absl::FailedPreconditionError(text);
   }
+  const absl::Status status = AwaitLocked(buckets_.size(), /*unpack=*/true);
+  std::vector<Work> works = std::move(works_);
+  works_.assign(buckets_.size(), Work());
+  ResetLocked();
+  GENESIS_RETURN_IF_ERROR(status);
+  return collective_stream_ != nullptr ? Work::All(std::move(works)) : Work();
+}
+
+absl::Status Reducer::AwaitLocked(size_t count, bool unpack) {
   absl::Status status;
   const bool on_gpu = collective_stream_ != nullptr;
-  for (size_t b = 0; b < buckets_.size(); ++b) {
+  for (size_t b = 0; b < count; ++b) {
     const Bucket& bucket = buckets_[b];
     CUstream_st* const grad_stream = grads_[bucket.members.front()].stream();
     if (on_gpu) {
@@ -251,16 +266,12 @@ absl::StatusOr<Work> Reducer::Finish() {
       continue;
     }
     status.Update(works_[b].Wait());
-    if (status.ok() && !bucket.in_place) {
+    if (unpack && status.ok() && !bucket.in_place) {
       status.Update(
           internal::MoveBucket(grads_, bucket, comm_[b], /*pack=*/false, grad_stream));
     }
   }
-  std::vector<Work> works = std::move(works_);
-  works_.assign(buckets_.size(), Work());
-  ResetLocked();
-  GENESIS_RETURN_IF_ERROR(status);
-  return on_gpu ? Work::All(std::move(works)) : Work();
+  return status;
 }
 
 void Reducer::ResetLocked() {

@@ -30,8 +30,8 @@
 // The plan must be the same on every rank: Create checks it with one collective and
 // refuses a plan that differs. Bad input (a gradient marked twice in a step, an index
 // out of range, Finish with gradients never marked) is refused naming the gradients;
-// the step is then abandoned (its started collectives complete on their own), and the
-// next step starts afresh. Calls may come from any thread, one at a time or not.
+// the step is then abandoned (Finish still waits for the collectives it had started, as
+// they write the buckets and, in place, the gradients), and the next step starts afresh. Calls may come from any thread, one at a time or not.
 #ifndef GENESIS_DISTRIBUTED_REDUCER_H_
 #define GENESIS_DISTRIBUTED_REDUCER_H_
 
@@ -77,8 +77,8 @@ class Reducer {
 
   // Ends the step: every bucket reduced into the gradients (GPU: queued on the
   // gradients' stream; CPU: done), and the next step begins. FailedPrecondition
-  // naming the gradients never marked ready (nothing more is started); the group's
-  // errors.
+  // naming the gradients never marked ready (nothing more is started, and the buckets
+  // already started are waited for); the group's errors.
   absl::StatusOr<Work> Finish();
 
   // The plan, in order of the buckets' collectives.
@@ -93,6 +93,10 @@ class Reducer {
   absl::Status Prepare();
   // Starts bucket `b`'s collective. Holding mu_.
   absl::Status StartLocked(size_t b);
+  // Waits for the first `count` buckets' collectives (GPU: makes the gradients' stream
+  // wait for them) and, with `unpack`, copies packed CPU buckets back into the
+  // gradients. Returns the first error. Holding mu_.
+  absl::Status AwaitLocked(size_t count, bool unpack);
   // Forgets the step's marks and started buckets. Holding mu_.
   void ResetLocked();
 

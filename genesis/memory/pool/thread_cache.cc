@@ -21,6 +21,8 @@ ThreadCache::BinVector* ThreadCache::FindBin(size_t size, StreamId stream, bool 
 }
 
 void ThreadCache::SettleHot() {
+  AccountPendingPairs();
+  if (hot.taken) return;  // Handed out: nothing is deferred.
   // Fits was checked when the block became hot, counting it.
   hot.bin->push_back({hot.block, hot.ptr, hot.seq, hot.pool, hot.split});
   stats.Account</*kTaken=*/false>(hot.pool, static_cast<int64_t>(hot.size),
@@ -30,6 +32,7 @@ void ThreadCache::SettleHot() {
 
 void ThreadCache::Forget() {
   Settle();
+  hot = {};
   bins.clear();
   for (RecentBin& r : recent) r = {};
   for (HandedOut& h : handed_out) h = {};

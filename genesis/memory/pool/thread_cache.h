@@ -11,7 +11,11 @@
 // loop that allocates and frees one buffer, or the same buffers, again and again). Any
 // other call settles the hot block first (it goes into its bin and its statistics are
 // folded in as a push), as does anyone who reads or takes the cache, so what the
-// statistics say, peaks included, is what they would say without it.
+// statistics say, peaks included, is what they would say without it. Handed out again,
+// the hot block stays the cache's hot record, marked taken, so that its next free finds
+// it with one compare (PopHot and FreeHot: the whole of the common pair); a taken record
+// is a handed-out entry like those in `handed_out`, into which it moves when another
+// block becomes hot.
 #ifndef GENESIS_MEMORY_POOL_THREAD_CACHE_H_
 #define GENESIS_MEMORY_POOL_THREAD_CACHE_H_
 
@@ -123,20 +127,29 @@ struct ThreadCache {
   // The block freed last, not yet in its bin (block == nullptr: none). It is
   // kThreadCached and counted in `bytes` and by its bin's limit; its push into the bin
   // and the statistics of that push wait until Settle.
+  // With `taken`, the block is not cached but handed out again (its allocation's
+  // alloc_seq and requested bytes here): the record stands for a handed_out entry.
   struct Hot {
     Block* block = nullptr;
     char* ptr = nullptr;
     size_t size = 0;
     StreamId stream = kNoStream;
-    size_t requested = 0;  // Of the allocation that was freed.
+    size_t requested = 0;  // Of the allocation that was freed (taken: that is live).
     uint64_t seq = 0;      // Its alloc_seq.
     BinVector* bin = nullptr;
     int pool = 0;
     bool split = false;
+    bool taken = false;
+    // stats.version() when the highs of this block's deferred push were last raised.
+    uint64_t raised_version = 0;
+    // Pairs (deferred push, then taken again) for `requested` bytes both times, not yet
+    // in `stats`: they move no gauge, so only the totals wait for them.
+    int64_t pairs = 0;
   };
   Hot hot;
 
-  // Holding `mu`. Puts the hot block, if any, into its bin and accounts for it there.
+  // Holding `mu`. Accounts for the hot record's pending pairs and puts the hot block, if
+  // any (and not taken), into its bin and accounts for it there.
   void Settle() {
     if (hot.block != nullptr) [[unlikely]] SettleHot();
   }
@@ -148,12 +161,30 @@ struct ThreadCache {
   // Last, so that the fields every call touches share few cache lines.
   HandedOut handed_out[kHandedOutSlots];
 
+  // Owner only. The common pair's allocation: Pop when the hot block is cached and of
+  // `size` on `stream`; nullptr (nothing changed) otherwise.
+  char* PopHot(size_t size, StreamId stream, size_t requested) {
+    OwnerLock::AsOwner lock(mu);
+    if (hot.block == nullptr || hot.taken || hot.size != size || hot.stream != stream) {
+      return nullptr;
+    }
+    return TakeHot(requested);
+  }
+
+  // Owner only. The common pair's free: FreeOwn when `ptr` is the hot block handed out
+  // (taken); false otherwise, with nothing changed but a stale hot record forgotten.
+  bool FreeHot(const void* ptr, const ThreadCacheLimits& limits) {
+    OwnerLock::AsOwner lock(mu);
+    if (!hot.taken || hot.ptr != ptr) return false;
+    return RestoreHot(limits, nullptr);
+  }
+
   // Owner only. Takes a cached block of `size` for `stream`, marks it allocated for
   // `requested` bytes with a new alloc_seq, remembers it as handed out and accounts for
   // it in `stats`; nullptr if the cache has none.
   char* Pop(size_t size, StreamId stream, size_t requested) {
     OwnerLock::AsOwner lock(mu);
-    if (hot.block != nullptr) {
+    if (hot.block != nullptr && !hot.taken) {
       if (hot.size == size && hot.stream == stream) [[likely]] return TakeHot(requested);
       SettleHot();
     }
@@ -199,6 +230,7 @@ struct ThreadCache {
   // requested bytes and stream.
   bool FreeOwn(const void* ptr, const ThreadCacheLimits& limits, FastFreed* freed) {
     OwnerLock::AsOwner lock(mu);
+    if (hot.taken && hot.ptr == ptr) return RestoreHot(limits, freed);
     HandedOut& slot = handed_out[SlotFor(ptr)];
     if (slot.ptr != ptr) return false;
     Block* b = slot.block;
@@ -216,12 +248,13 @@ struct ThreadCache {
     if (freed != nullptr) *freed = {b->size, requested, b->stream};
     // It came from this cache, so its pool's blocks may be cached. It becomes the hot
     // block, in place of the one before.
-    Settle();
+    VacateHot();
     const size_t size = b->size;
     if (!Fits(*slot_bin, size, limits)) return false;
     const int pool = b->pool;
     const bool split = b->split;
-    hot = {b, b->ptr, size, b->stream, requested, seq, slot_bin, pool, split};
+    hot = {b, b->ptr, size, b->stream, requested, seq, slot_bin, pool, split,
+           /*taken=*/false, stats.version()};
     AddBytes(static_cast<int64_t>(size));
     b->state.store(State::kThreadCached, std::memory_order_relaxed);
     b->requested.store(0, std::memory_order_relaxed);
@@ -246,24 +279,79 @@ struct ThreadCache {
   }
 
   // Holding `mu` as owner. Hands the hot block out again for `requested` bytes: as Pop
-  // does, with the deferred push and this pop accounted for as one pair.
+  // does, with the deferred push and this pop accounted for as one pair. The record
+  // stays, taken.
   char* TakeHot(size_t requested) {
     Block* const b = hot.block;
-    char* const ptr = hot.ptr;
     const uint64_t seq = hot.seq + 1;
-    hot.block = nullptr;
+    hot.seq = seq;
+    hot.taken = true;
     AddBytes(-static_cast<int64_t>(hot.size));
     b->requested.store(requested, std::memory_order_relaxed);
     b->alloc_seq.store(seq, std::memory_order_relaxed);
     b->state.store(State::kAllocated, std::memory_order_relaxed);
-    handed_out[SlotFor(ptr)] = {ptr, b, seq, hot.bin};
-    stats.AccountPair(hot.pool, static_cast<int64_t>(hot.size),
-                      static_cast<int64_t>(hot.requested), static_cast<int64_t>(requested),
-                      hot.split);
-    return ptr;
+    if (requested == hot.requested) [[likely]] {
+      ++hot.pairs;
+    } else {
+      stats.AccountPair(hot.pool, static_cast<int64_t>(hot.size),
+                        static_cast<int64_t>(hot.requested), static_cast<int64_t>(requested),
+                        hot.split);
+      hot.requested = requested;
+    }
+    return hot.ptr;
   }
 
-  // Settle, for a cache that holds a hot block.
+  // Holding `mu`. Accounts for the hot record's pending pairs in `stats`.
+  void AccountPendingPairs() {
+    if (hot.pairs == 0) return;
+    stats.AccountPairs(hot.pool, static_cast<int64_t>(hot.size),
+                       static_cast<int64_t>(hot.requested), hot.split, hot.pairs);
+    hot.pairs = 0;
+  }
+
+  // Holding `mu` as owner, with the hot record taken: FreeOwn of its block, which
+  // becomes the cached hot block again. The highs its deferred push raises are raised
+  // again only if the statistics moved since they last were. False (the record is
+  // forgotten, so the ordinary path decides) if the block is no longer that allocation
+  // or `limits` leave no room for it.
+  [[gnu::always_inline]] bool RestoreHot(const ThreadCacheLimits& limits, FastFreed* freed) {
+    Block* const b = hot.block;
+    if (b->alloc_seq.load(std::memory_order_relaxed) != hot.seq ||
+        b->state.load(std::memory_order_relaxed) != State::kAllocated ||
+        b->has_recorded_streams.load(std::memory_order_relaxed) ||
+        !Fits(*hot.bin, hot.size, limits)) [[unlikely]] {
+      AccountPendingPairs();
+      hot.block = nullptr;
+      hot.taken = false;
+      return false;
+    }
+    if (freed != nullptr) *freed = {hot.size, hot.requested, hot.stream};
+    hot.taken = false;
+    AddBytes(static_cast<int64_t>(hot.size));
+    b->state.store(State::kThreadCached, std::memory_order_relaxed);
+    b->requested.store(0, std::memory_order_relaxed);
+    if (hot.raised_version != stats.version()) [[unlikely]] {
+      stats.RaiseForDeferredPush(hot.pool, static_cast<int64_t>(hot.size), hot.split);
+      hot.raised_version = stats.version();
+    }
+    return true;
+  }
+
+  // Holding `mu` as owner. Clears the hot record for another block: a cached hot block
+  // goes into its bin (Settle), a taken one into handed_out.
+  void VacateHot() {
+    if (hot.block == nullptr) return;
+    if (hot.taken) {
+      AccountPendingPairs();
+      handed_out[SlotFor(hot.ptr)] = {hot.ptr, hot.block, hot.seq, hot.bin};
+      hot.block = nullptr;
+      hot.taken = false;
+      return;
+    }
+    SettleHot();
+  }
+
+  // Settle, for a cache that holds a hot record.
   void SettleHot();
 
   // PushLocked into `bin`, the bin of the block's size and stream.

@@ -152,6 +152,113 @@ TEST(ThreadCacheTest, TheBlockFreedLastIsHandedOutAgainFirst) {
   EXPECT_EQ(cache.Pop(4096, kStream, 1), nullptr);
 }
 
+// PopHot and FreeHot serve only the pair of the hot block: anything else is left to Pop
+// and FreeOwn, with nothing changed.
+TEST(ThreadCacheTest, PopHotAndFreeHotServeOnlyTheHotPair) {
+  ThreadCache cache;
+  TestBlock b(0x10000000, 4096);
+  EXPECT_EQ(cache.PopHot(4096, kStream, 10), nullptr);  // Nothing hot.
+  ASSERT_TRUE(cache.Push(&b.block, 1, kLimits));
+  EXPECT_EQ(cache.PopHot(4096, kStream, 10), nullptr);  // In its bin, not hot.
+  char* const p = cache.Pop(4096, kStream, 10);
+  ASSERT_EQ(p, b.ptr());
+  EXPECT_FALSE(cache.FreeHot(p, kLimits));  // Handed out from its bin: FreeOwn's.
+  ASSERT_TRUE(cache.FreeOwn(p, kLimits, nullptr));
+  EXPECT_EQ(cache.PopHot(8192, kStream, 10), nullptr);
+  EXPECT_EQ(cache.PopHot(4096, kStream + 1, 10), nullptr);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(cache.PopHot(4096, kStream, 10), p);
+    EXPECT_EQ(b.block.state.load(), State::kAllocated);
+    EXPECT_EQ(b.block.alloc_seq.load(), 7u + i);
+    EXPECT_EQ(cache.bytes.load(), 0u);
+    EXPECT_FALSE(cache.FreeHot(p + 512, kLimits));
+    ASSERT_TRUE(cache.FreeHot(p, kLimits));
+    EXPECT_EQ(b.block.state.load(), State::kThreadCached);
+    EXPECT_EQ(cache.bytes.load(), 4096u);
+    EXPECT_FALSE(cache.FreeHot(p, kLimits));  // A double free is not the fast path's.
+  }
+}
+
+// A hot block handed out stays the hot record, taken; its free must still find it
+// after another block became hot (it moves to handed_out), and a stale record (the
+// block freed elsewhere and handed out again) sends the free down the ordinary path.
+TEST(ThreadCacheTest, ATakenHotBlockIsStillFreedThroughTheCache) {
+  ThreadCache cache;
+  TestBlock a(0x10000000, 4096), b(0x20000000, 8192);
+  ASSERT_TRUE(cache.Push(&a.block, 1, kLimits));
+  ASSERT_TRUE(cache.Push(&b.block, 1, kLimits));
+  char* const pa = cache.Pop(4096, kStream, 1);
+  ASSERT_TRUE(cache.FreeOwn(pa, kLimits, nullptr));
+  ASSERT_EQ(cache.Pop(4096, kStream, 1), pa);  // Taken hot.
+  char* const pb = cache.Pop(8192, kStream, 1);
+  ASSERT_EQ(pb, b.ptr());
+  ASSERT_TRUE(cache.FreeOwn(pb, kLimits, nullptr));  // b is hot now; a's record moved.
+  EXPECT_EQ(cache.hot.ptr, pb);
+  FastFreed freed;
+  ASSERT_TRUE(cache.FreeOwn(pa, kLimits, &freed));
+  EXPECT_EQ(freed.size, 4096u);
+  EXPECT_EQ(a.block.state.load(), State::kThreadCached);
+  EXPECT_EQ(cache.bytes.load(), 4096u + 8192u);
+
+  ASSERT_EQ(cache.Pop(4096, kStream, 1), pa);  // a, hot again, taken.
+  a.block.alloc_seq.fetch_add(1);  // Freed elsewhere and handed out again.
+  EXPECT_FALSE(cache.FreeHot(pa, kLimits));
+  EXPECT_FALSE(cache.FreeOwn(pa, kLimits, nullptr));
+  EXPECT_EQ(cache.hot.block, nullptr);
+}
+
+// Pairs for the same requested size wait in the hot record; whoever settles the cache
+// (a reader of its statistics, a flush) accounts for them, taken or not.
+TEST(ThreadCacheTest, PendingHotPairsAreAccountedWhenSettled) {
+  ThreadCache lazy, eager;
+  TestBlock a(0x10000000, 4096), b(0x10000000, 4096);
+  ASSERT_TRUE(lazy.Push(&a.block, 1, kLimits));
+  ASSERT_TRUE(eager.Push(&b.block, 1, kLimits));
+  auto settle = [](ThreadCache& c) {
+    OwnerLock::AsOwner lock(c.mu);
+    c.Settle();
+  };
+  char* const p = lazy.Pop(4096, kStream, 50);
+  ASSERT_EQ(eager.Pop(4096, kStream, 50), p);
+  for (ThreadCache* c : {&lazy, &eager}) {
+    ASSERT_TRUE(c->FreeOwn(p, kLimits, nullptr));
+    c->stats.ClearUnfolded();
+    c->stats.ClearTotals();
+  }
+  for (bool end_taken : {true, false}) {
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_EQ(lazy.PopHot(4096, kStream, 50), p);
+      ASSERT_EQ(eager.Pop(4096, kStream, 50), p);
+      settle(eager);
+      if (end_taken && i == 4) break;
+      ASSERT_TRUE(lazy.FreeHot(p, kLimits));
+      ASSERT_TRUE(eager.FreeOwn(p, kLimits, nullptr));
+      settle(eager);
+    }
+    settle(lazy);
+    int64_t up_lazy[kNumGauges][kNumStatPools] = {};
+    int64_t down_lazy[kNumGauges][kNumStatPools] = {};
+    int64_t up_eager[kNumGauges][kNumStatPools] = {};
+    int64_t down_eager[kNumGauges][kNumStatPools] = {};
+    int64_t counters_lazy[kNumCounters] = {}, counters_eager[kNumCounters] = {};
+    lazy.stats.AddTotals(up_lazy, down_lazy, counters_lazy);
+    eager.stats.AddTotals(up_eager, down_eager, counters_eager);
+    for (int g = 0; g < kNumGauges; ++g) {
+      for (int q = 0; q < kNumStatPools; ++q) {
+        EXPECT_EQ(up_lazy[g][q], up_eager[g][q]) << "gauge " << g << " pool " << q;
+        EXPECT_EQ(down_lazy[g][q], down_eager[g][q]) << "gauge " << g << " pool " << q;
+      }
+    }
+    for (int c = 0; c < kNumCounters; ++c) EXPECT_EQ(counters_lazy[c], counters_eager[c]);
+    EXPECT_EQ(up_lazy[kAllocatedBytes][kSmall], 4096 * (end_taken ? 5 : 10));  // Pops.
+    if (end_taken) {  // Free the taken block, so the next round starts from hot.
+      ASSERT_TRUE(lazy.FreeOwn(p, kLimits, nullptr));
+      ASSERT_TRUE(eager.FreeOwn(p, kLimits, nullptr));
+      settle(eager);
+    }
+  }
+}
+
 // The free of a hot pair raised the cached and inactive-split highs as a push would,
 // though its statistics were deferred and the pair left the gauges where they were.
 TEST(ThreadCacheTest, AHotPairRaisesTheHighsOfItsFree) {

@@ -53,6 +53,7 @@ bool ThreadStats::HasUnfolded() const {
 }
 
 void ThreadStats::ClearUnfolded() {
+  ++version_;
   for (int p : {kSmall, kLarge}) {
     folded_[p].allocated += unfolded_[p].allocated;
     folded_[p].requested += unfolded_[p].requested;

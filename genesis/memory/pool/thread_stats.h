@@ -26,6 +26,7 @@ class ThreadStats {
   // lowers cached (and inactive-split) bytes; putting one back does the reverse.
   template <bool kTaken>
   void Account(int pool, int64_t size, int64_t requested, bool split) {
+    ++version_;
     const int64_t split_size = split ? size : 0;
     Changes& u = unfolded_[pool];
     const Changes& other = unfolded_[kSmall + kLarge - pool];
@@ -58,7 +59,8 @@ class ThreadStats {
 
   // A block of `size` bytes (`split` as in Account) put into the cache with its push
   // deferred (the cache's hot block): raises the highs that the push would raise,
-  // changing nothing else. Account<false> or AccountPair follows.
+  // changing nothing else. Account<false> or AccountPair follows. Raising them again
+  // for the same block changes nothing while version() stays.
   void RaiseForDeferredPush(int pool, int64_t size, bool split) {
     const int64_t split_size = split ? size : 0;
     const Changes& u = unfolded_[pool];
@@ -85,6 +87,21 @@ class ThreadStats {
     Raise(highs_[pool].requested, u.requested);
     Raise(highs_[kAllPools].requested,
           u.requested + unfolded_[kSmall + kLarge - pool].requested);
+  }
+
+  // Moves whenever the allocated or split changes or the highs may fall (Account,
+  // ClearUnfolded); AccountPair and raising highs leave it.
+  uint64_t version() const { return version_; }
+
+  // `n` times AccountPair with `requested` bytes both before and after: the totals
+  // alone move.
+  void AccountPairs(int pool, int64_t size, int64_t requested, bool split, int64_t n) {
+    Totals& t = totals_[pool];
+    t.popped += n * size;
+    t.requested_popped += n * requested;
+    t.split_popped += split ? n * size : 0;
+    t.num_popped += n;
+    t.num_pushed += n;
   }
 
   // The unfolded change of gauge `g` of stats pool `p` (0 for gauges the fast path does
@@ -140,6 +157,7 @@ class ThreadStats {
   // The changes folded into the pool since the totals were last cleared: with the
   // unfolded ones, the net change the totals made.
   Changes folded_[kNumStatPools];
+  uint64_t version_ = 0;
 };
 
 }  // namespace genesis::memory::pool_internal

@@ -339,17 +339,8 @@ absl::Status CachingAllocator::Impl::FreeSlow(void* ptr) {
     sink->back().small_pool = b->pool == kSmall;
   }
   if (to_thread_cache && !MyCache()->Push(b, requested, cache_limits_)) {
-    // Over the cache's bytes (not its bin's count): the blocks this thread cached
-    // earlier go back to the pool to make room for the one it freed last, which a loop
-    // is likelier to ask for again.
-    ThreadCache* const cache = MyCache();
-    const bool over_bytes =
-        b->size <= cache_limits_.max_bytes &&
-        cache->bytes.load(std::memory_order_relaxed) + b->size > cache_limits_.max_bytes;
-    if (!over_bytes || !FlushMyCache() || !cache->Push(b, requested, cache_limits_)) {
-      map_.Unregister(b);  // The block goes back to the pool.
-      to_thread_cache = false;
-    }
+    map_.Unregister(b);  // The thread's bin is full: the block goes back to the pool.
+    to_thread_cache = false;
   }
   if (to_thread_cache) {
     if (OverCacheLimit(opt_, stats_.GaugeNow(kCachedBytes, kAllPools))) {

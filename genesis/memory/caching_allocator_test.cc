@@ -422,38 +422,6 @@ TEST(CachingAllocatorTest, ThreadCacheFlushedAtThreadExit) {
   EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
 }
 
-// A block over what is left of the thread cache's bytes makes room: the blocks the
-// thread cached earlier go back to the pool, and the one it freed last is cached, so
-// the loop that allocates it again hits its cache.
-TEST(CachingAllocatorTest, ThreadCacheMakesRoomForTheBlockFreedLast) {
-  AllocatorOptions options;
-  options.thread_cache_bytes = (64 << 10);
-  Pool p = MakePool(options, TestBackend::FakeCuda());
-  void* a = *p.pool->Allocate(40 << 10);
-  void* b = *p.pool->Allocate(48 << 10);
-  void* big = *p.pool->Allocate(80 << 10);  // Over the cache's bytes on its own.
-  ASSERT_TRUE(p.pool->Free(a).ok());
-  ASSERT_TRUE(p.pool->Free(b).ok());  // 40 + 48 KiB: a makes room.
-  ASSERT_TRUE(p.pool->Free(big).ok());  // Never cached: nothing is flushed for it.
-  auto cached = [&](const void* ptr) {
-    for (const auto& segment : p.pool->Snapshot()) {
-      for (const auto& block : segment.blocks) {
-        if (block.address == ptr) return block.in_thread_cache;
-      }
-    }
-    return false;
-  };
-  EXPECT_FALSE(cached(a));
-  EXPECT_TRUE(cached(b));
-  EXPECT_FALSE(cached(big));
-  const int64_t hits = p.pool->Stats().num_cache_hits;
-  void* again = *p.pool->Allocate(48 << 10);
-  EXPECT_EQ(again, b);
-  ASSERT_TRUE(p.pool->Free(again).ok());
-  EXPECT_EQ(p.pool->Stats().num_cache_hits, hits + 1);
-  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
-}
-
 TEST(TestBackendTest, ChecksFreeSegmentArguments) {
   TestBackend backend;
   void* a = *backend.AllocateSegment(8192);

@@ -74,22 +74,19 @@ class CachingAllocator::Impl {
   // (*Cached); everything else goes to the *Slow functions. Observers do not leave the
   // cached paths: their events go to ReportFast.
   absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream) {
-    if (fast_path_ && bytes <= fast_max_bytes_ && !observers_.observed()) [[likely]] {
-      ThreadCache* cache = MyCacheIfKnown();
-      if (cache != nullptr) [[likely]] {
-        if (char* p = cache->PopHot(Rounded(bytes), stream, bytes)) [[likely]] {
-          return static_cast<void*>(p);
-        }
+    if (fast_path_ && bytes <= fast_max_bytes_ && !observers_.observed() &&
+        KnowsMyCache()) [[likely]] {
+      if (char* p = pool_internal::tls_pool_cache->PopHot(bytes, stream, rounding_mask_))
+          [[likely]] {
+        return static_cast<void*>(p);
       }
     }
     return AllocateCached(bytes, stream);
   }
   absl::Status Free(void* ptr) {
-    if (fast_path_ && !observers_.observed()) [[likely]] {
-      ThreadCache* cache = MyCacheIfKnown();
-      if (cache != nullptr && cache->FreeHot(ptr, cache_limits_)) [[likely]] {
-        return absl::OkStatus();
-      }
+    if (fast_path_ && !observers_.observed() && KnowsMyCache() &&
+        pool_internal::tls_pool_cache->FreeHot(ptr, cache_limits_)) [[likely]] {
+      return absl::OkStatus();
     }
     return FreeCached(ptr);
   }
@@ -147,10 +144,9 @@ class CachingAllocator::Impl {
 
  private:
   ThreadCache* MyCache() { return pool_internal::CacheOfThisThread(id_, registry_); }
-  // This thread's cache if it was the last one the thread used; nullptr otherwise.
-  ThreadCache* MyCacheIfKnown() const {
-    return pool_internal::tls_pool_id == id_ ? pool_internal::tls_pool_cache : nullptr;
-  }
+  // Whether this thread used this pool last, so that pool_internal::tls_pool_cache is
+  // its cache here (never null then).
+  bool KnowsMyCache() const { return pool_internal::tls_pool_id == id_; }
   // A request of at most fast_max_bytes_, rounded to its block size.
   size_t Rounded(size_t bytes) const {
     return (std::max<size_t>(bytes, 1) + rounding_mask_) & ~rounding_mask_;

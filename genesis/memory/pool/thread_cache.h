@@ -19,6 +19,7 @@
 #ifndef GENESIS_MEMORY_POOL_THREAD_CACHE_H_
 #define GENESIS_MEMORY_POOL_THREAD_CACHE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -161,11 +162,15 @@ struct ThreadCache {
   // Last, so that the fields every call touches share few cache lines.
   HandedOut handed_out[kHandedOutSlots];
 
-  // Owner only. The common pair's allocation: Pop when the hot block is cached and of
-  // `size` on `stream`; nullptr (nothing changed) otherwise.
-  char* PopHot(size_t size, StreamId stream, size_t requested) {
+  // Owner only. The common pair's allocation: Pop of `requested` bytes (`rounding_mask`:
+  // block rounding less one) when the hot block is cached, on `stream` and of their
+  // block size; nullptr (nothing changed) otherwise. The size is rounded only when the
+  // request differs from the one that was freed.
+  char* PopHot(size_t requested, StreamId stream, size_t rounding_mask) {
     OwnerLock::AsOwner lock(mu);
-    if (hot.block == nullptr || hot.taken || hot.size != size || hot.stream != stream) {
+    if (hot.block == nullptr || hot.taken || hot.stream != stream) return nullptr;
+    if (hot.requested != requested &&
+        hot.size != ((std::max<size_t>(requested, 1) + rounding_mask) & ~rounding_mask)) {
       return nullptr;
     }
     return TakeHot(requested);

@@ -33,6 +33,7 @@ struct TestBlock {
   Block block;
 };
 
+constexpr size_t kMask = 511;  // Blocks round to 512 bytes.
 constexpr ThreadCacheLimits kLimits{/*max_bytes=*/64 << 10, /*max_blocks_per_bin=*/2,
                                     /*large_blocks=*/false};
 
@@ -157,19 +158,21 @@ TEST(ThreadCacheTest, TheBlockFreedLastIsHandedOutAgainFirst) {
 TEST(ThreadCacheTest, PopHotAndFreeHotServeOnlyTheHotPair) {
   ThreadCache cache;
   TestBlock b(0x10000000, 4096);
-  EXPECT_EQ(cache.PopHot(4096, kStream, 10), nullptr);  // Nothing hot.
+  EXPECT_EQ(cache.PopHot(4000, kStream, kMask), nullptr);  // Nothing hot.
   ASSERT_TRUE(cache.Push(&b.block, 1, kLimits));
-  EXPECT_EQ(cache.PopHot(4096, kStream, 10), nullptr);  // In its bin, not hot.
-  char* const p = cache.Pop(4096, kStream, 10);
+  EXPECT_EQ(cache.PopHot(4000, kStream, kMask), nullptr);  // In its bin, not hot.
+  char* const p = cache.Pop(4096, kStream, 4000);
   ASSERT_EQ(p, b.ptr());
   EXPECT_FALSE(cache.FreeHot(p, kLimits));  // Handed out from its bin: FreeOwn's.
   ASSERT_TRUE(cache.FreeOwn(p, kLimits, nullptr));
-  EXPECT_EQ(cache.PopHot(8192, kStream, 10), nullptr);
-  EXPECT_EQ(cache.PopHot(4096, kStream + 1, 10), nullptr);
+  EXPECT_EQ(cache.PopHot(8192, kStream, kMask), nullptr);  // Another size.
+  EXPECT_EQ(cache.PopHot(4000, kStream + 1, kMask), nullptr);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_EQ(cache.PopHot(4096, kStream, 10), p);
+    // The same request, or another of the same block size.
+    ASSERT_EQ(cache.PopHot(i == 1 ? 3900 : 4000, kStream, kMask), p);
     EXPECT_EQ(b.block.state.load(), State::kAllocated);
     EXPECT_EQ(b.block.alloc_seq.load(), 7u + i);
+    EXPECT_EQ(b.block.requested.load(), i == 1 ? 3900u : 4000u);
     EXPECT_EQ(cache.bytes.load(), 0u);
     EXPECT_FALSE(cache.FreeHot(p + 512, kLimits));
     ASSERT_TRUE(cache.FreeHot(p, kLimits));
@@ -227,7 +230,7 @@ TEST(ThreadCacheTest, PendingHotPairsAreAccountedWhenSettled) {
   }
   for (bool end_taken : {true, false}) {
     for (int i = 0; i < 5; ++i) {
-      ASSERT_EQ(lazy.PopHot(4096, kStream, 50), p);
+      ASSERT_EQ(lazy.PopHot(50, kStream, kMask), p);
       ASSERT_EQ(eager.Pop(4096, kStream, 50), p);
       settle(eager);
       if (end_taken && i == 4) break;

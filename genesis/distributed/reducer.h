@@ -31,7 +31,8 @@
 // refuses a plan that differs. Bad input (a gradient marked twice in a step, an index
 // out of range, Finish with gradients never marked) is refused naming the gradients;
 // the step is then abandoned (Finish still waits for the collectives it had started, as
-// they write the buckets and, in place, the gradients), and the next step starts afresh. Calls may come from any thread, one at a time or not.
+// they write the buckets and, in place, the gradients), and the next step starts
+// afresh. Calls may come from any thread, one at a time or not.
 #ifndef GENESIS_DISTRIBUTED_REDUCER_H_
 #define GENESIS_DISTRIBUTED_REDUCER_H_
 

@@ -37,6 +37,22 @@ constexpr size_t kMask = 511;  // Blocks round to 512 bytes.
 constexpr ThreadCacheLimits kLimits{/*max_bytes=*/64 << 10, /*max_blocks_per_bin=*/2,
                                     /*large_blocks=*/false};
 
+// Every running total and counter of `lazy`'s statistics equals `eager`'s.
+void ExpectSameTotals(const ThreadCache& lazy, const ThreadCache& eager) {
+  int64_t up_lazy[kNumGauges][kNumStatPools] = {}, down_lazy[kNumGauges][kNumStatPools] = {};
+  int64_t up_eager[kNumGauges][kNumStatPools] = {}, down_eager[kNumGauges][kNumStatPools] = {};
+  int64_t counters_lazy[kNumCounters] = {}, counters_eager[kNumCounters] = {};
+  lazy.stats.AddTotals(up_lazy, down_lazy, counters_lazy);
+  eager.stats.AddTotals(up_eager, down_eager, counters_eager);
+  for (int g = 0; g < kNumGauges; ++g) {
+    for (int p = 0; p < kNumStatPools; ++p) {
+      EXPECT_EQ(up_lazy[g][p], up_eager[g][p]) << "gauge " << g << " pool " << p;
+      EXPECT_EQ(down_lazy[g][p], down_eager[g][p]) << "gauge " << g << " pool " << p;
+    }
+  }
+  for (int c = 0; c < kNumCounters; ++c) EXPECT_EQ(counters_lazy[c], counters_eager[c]);
+}
+
 TEST(ThreadCacheTest, PopFromAnEmptyCacheIsNull) {
   ThreadCache cache;
   EXPECT_EQ(cache.Pop(4096, kStream, 4096), nullptr);
@@ -239,21 +255,11 @@ TEST(ThreadCacheTest, PendingHotPairsAreAccountedWhenSettled) {
       settle(eager);
     }
     settle(lazy);
-    int64_t up_lazy[kNumGauges][kNumStatPools] = {};
-    int64_t down_lazy[kNumGauges][kNumStatPools] = {};
-    int64_t up_eager[kNumGauges][kNumStatPools] = {};
-    int64_t down_eager[kNumGauges][kNumStatPools] = {};
-    int64_t counters_lazy[kNumCounters] = {}, counters_eager[kNumCounters] = {};
-    lazy.stats.AddTotals(up_lazy, down_lazy, counters_lazy);
-    eager.stats.AddTotals(up_eager, down_eager, counters_eager);
-    for (int g = 0; g < kNumGauges; ++g) {
-      for (int q = 0; q < kNumStatPools; ++q) {
-        EXPECT_EQ(up_lazy[g][q], up_eager[g][q]) << "gauge " << g << " pool " << q;
-        EXPECT_EQ(down_lazy[g][q], down_eager[g][q]) << "gauge " << g << " pool " << q;
-      }
-    }
-    for (int c = 0; c < kNumCounters; ++c) EXPECT_EQ(counters_lazy[c], counters_eager[c]);
-    EXPECT_EQ(up_lazy[kAllocatedBytes][kSmall], 4096 * (end_taken ? 5 : 10));  // Pops.
+    ExpectSameTotals(lazy, eager);
+    int64_t up[kNumGauges][kNumStatPools] = {}, down[kNumGauges][kNumStatPools] = {};
+    int64_t counters[kNumCounters] = {};
+    lazy.stats.AddTotals(up, down, counters);
+    EXPECT_EQ(up[kAllocatedBytes][kSmall], 4096 * (end_taken ? 5 : 10));  // Pops.
     if (end_taken) {  // Free the taken block, so the next round starts from hot.
       ASSERT_TRUE(lazy.FreeOwn(p, kLimits, nullptr));
       ASSERT_TRUE(eager.FreeOwn(p, kLimits, nullptr));
@@ -346,18 +352,7 @@ TEST(ThreadCacheTest, HotBlockStatisticsAreExactOnceSettled) {
                 eager.stats.High(p, static_cast<Gauge>(g))) << "pool " << p << " gauge " << g;
     }
   }
-  int64_t up_lazy[kNumGauges][kNumStatPools] = {}, down_lazy[kNumGauges][kNumStatPools] = {};
-  int64_t up_eager[kNumGauges][kNumStatPools] = {}, down_eager[kNumGauges][kNumStatPools] = {};
-  int64_t counters_lazy[kNumCounters] = {}, counters_eager[kNumCounters] = {};
-  lazy.stats.AddTotals(up_lazy, down_lazy, counters_lazy);
-  eager.stats.AddTotals(up_eager, down_eager, counters_eager);
-  for (int g = 0; g < kNumGauges; ++g) {
-    for (int p = 0; p < kNumStatPools; ++p) {
-      EXPECT_EQ(up_lazy[g][p], up_eager[g][p]) << "gauge " << g << " pool " << p;
-      EXPECT_EQ(down_lazy[g][p], down_eager[g][p]) << "gauge " << g << " pool " << p;
-    }
-  }
-  for (int c = 0; c < kNumCounters; ++c) EXPECT_EQ(counters_lazy[c], counters_eager[c]);
+  ExpectSameTotals(lazy, eager);
 }
 
 }  // namespace

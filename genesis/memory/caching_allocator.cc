@@ -92,7 +92,7 @@ class CachingAllocator::Impl {
   }
   [[gnu::noinline]] absl::StatusOr<void*> AllocateCached(size_t bytes, StreamId stream) {
     if (fast_path_ && bytes <= fast_max_bytes_) {
-      const size_t size = Rounded(bytes);
+      const size_t size = pool_internal::RoundedToBlock(bytes, rounding_mask_);
       ThreadCache* cache = MyCache();
       if (char* p = cache->Pop(size, stream, bytes)) {
         if (observers_.observed()) [[unlikely]] {
@@ -147,10 +147,6 @@ class CachingAllocator::Impl {
   // Whether this thread used this pool last, so that pool_internal::tls_pool_cache is
   // its cache here (never null then).
   bool KnowsMyCache() const { return pool_internal::tls_pool_id == id_; }
-  // A request of at most fast_max_bytes_, rounded to its block size.
-  size_t Rounded(size_t bytes) const {
-    return (std::max<size_t>(bytes, 1) + rounding_mask_) & ~rounding_mask_;
-  }
   // Folds this thread's changes before a slow-path call changes the pool's gauges, so
   // that the peaks it raises count them.
   void FoldMyCurrent() { pool_internal::FoldOwnCurrent(*MyCache(), stats_); }

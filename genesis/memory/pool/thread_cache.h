@@ -35,6 +35,12 @@
 
 namespace genesis::memory::pool_internal {
 
+// A request of `bytes` rounded up to its block size, `rounding_mask` being the block
+// rounding (a power of two) less one; a request of 0 takes one unit.
+inline size_t RoundedToBlock(size_t bytes, size_t rounding_mask) {
+  return (std::max<size_t>(bytes, 1) + rounding_mask) & ~rounding_mask;
+}
+
 struct BinKey {
   size_t size;
   StreamId stream;
@@ -169,8 +175,7 @@ struct ThreadCache {
   char* PopHot(size_t requested, StreamId stream, size_t rounding_mask) {
     OwnerLock::AsOwner lock(mu);
     if (hot.block == nullptr || hot.taken || hot.stream != stream) return nullptr;
-    if (hot.requested != requested &&
-        hot.size != ((std::max<size_t>(requested, 1) + rounding_mask) & ~rounding_mask)) {
+    if (hot.requested != requested && hot.size != RoundedToBlock(requested, rounding_mask)) {
       return nullptr;
     }
     return TakeHot(requested);

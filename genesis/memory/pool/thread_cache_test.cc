@@ -37,6 +37,12 @@ constexpr size_t kMask = 511;  // Blocks round to 512 bytes.
 constexpr ThreadCacheLimits kLimits{/*max_bytes=*/64 << 10, /*max_blocks_per_bin=*/2,
                                     /*large_blocks=*/false};
 
+// Settles `c` on its owner's side, as the owner's own calls do.
+void SettleAsOwner(ThreadCache& c) {
+  OwnerLock::AsOwner lock(c.mu);
+  c.Settle();
+}
+
 // Every running total and counter of `lazy`'s statistics equals `eager`'s.
 void ExpectSameTotals(const ThreadCache& lazy, const ThreadCache& eager) {
   int64_t up_lazy[kNumGauges][kNumStatPools] = {}, down_lazy[kNumGauges][kNumStatPools] = {};
@@ -233,10 +239,6 @@ TEST(ThreadCacheTest, PendingHotPairsAreAccountedWhenSettled) {
   TestBlock a(0x10000000, 4096), b(0x10000000, 4096);
   ASSERT_TRUE(lazy.Push(&a.block, 1, kLimits));
   ASSERT_TRUE(eager.Push(&b.block, 1, kLimits));
-  auto settle = [](ThreadCache& c) {
-    OwnerLock::AsOwner lock(c.mu);
-    c.Settle();
-  };
   char* const p = lazy.Pop(4096, kStream, 50);
   ASSERT_EQ(eager.Pop(4096, kStream, 50), p);
   for (ThreadCache* c : {&lazy, &eager}) {
@@ -248,13 +250,13 @@ TEST(ThreadCacheTest, PendingHotPairsAreAccountedWhenSettled) {
     for (int i = 0; i < 5; ++i) {
       ASSERT_EQ(lazy.PopHot(50, kStream, kMask), p);
       ASSERT_EQ(eager.Pop(4096, kStream, 50), p);
-      settle(eager);
+      SettleAsOwner(eager);
       if (end_taken && i == 4) break;
       ASSERT_TRUE(lazy.FreeHot(p, kLimits));
       ASSERT_TRUE(eager.FreeOwn(p, kLimits, nullptr));
-      settle(eager);
+      SettleAsOwner(eager);
     }
-    settle(lazy);
+    SettleAsOwner(lazy);
     ExpectSameTotals(lazy, eager);
     int64_t up[kNumGauges][kNumStatPools] = {}, down[kNumGauges][kNumStatPools] = {};
     int64_t counters[kNumCounters] = {};
@@ -263,7 +265,7 @@ TEST(ThreadCacheTest, PendingHotPairsAreAccountedWhenSettled) {
     if (end_taken) {  // Free the taken block, so the next round starts from hot.
       ASSERT_TRUE(lazy.FreeOwn(p, kLimits, nullptr));
       ASSERT_TRUE(eager.FreeOwn(p, kLimits, nullptr));
-      settle(eager);
+      SettleAsOwner(eager);
     }
   }
 }
@@ -278,10 +280,7 @@ TEST(ThreadCacheTest, AHotPairRaisesTheHighsOfItsFree) {
   cache.stats.ClearUnfolded();  // As after a fold: the highs start from here.
   ASSERT_TRUE(cache.FreeOwn(p, kLimits, nullptr));
   ASSERT_EQ(cache.Pop(4096, kStream, 300), p);
-  {
-    OwnerLock::AsOwner lock(cache.mu);
-    cache.Settle();  // Nothing hot: the pair is already accounted for.
-  }
+  SettleAsOwner(cache);  // The pair is taken: only its accounting could be pending.
   EXPECT_EQ(cache.stats.High(kSmall, kCachedBytes), 4096);
   EXPECT_EQ(cache.stats.High(kSmall, kInactiveSplitBytes), 4096);
   EXPECT_EQ(cache.stats.High(kAllPools, kCachedBytes), 4096);
@@ -306,10 +305,6 @@ TEST(ThreadCacheTest, HotBlockStatisticsAreExactOnceSettled) {
     ASSERT_TRUE(lazy.Push(&blocks_lazy[i]->block, 5, kLimits));
     ASSERT_TRUE(eager.Push(&blocks_eager[i]->block, 5, kLimits));
   }
-  auto settle = [](ThreadCache& c) {
-    OwnerLock::AsOwner lock(c.mu);
-    c.Settle();
-  };
   // Start with every block handed out and the figures cleared, as after a fold, so
   // that the highs come from the operations below (hot pairs included).
   std::vector<char*> held;
@@ -331,7 +326,7 @@ TEST(ThreadCacheTest, HotBlockStatisticsAreExactOnceSettled) {
       const size_t requested = 1 + r % 4000;
       char* p = lazy.Pop(size, kStream, requested);
       char* q = eager.Pop(size, kStream, requested);
-      settle(eager);
+      SettleAsOwner(eager);
       ASSERT_EQ(p == nullptr, q == nullptr) << "step " << step;
       if (p != nullptr) held.push_back(p);
     } else {
@@ -339,10 +334,10 @@ TEST(ThreadCacheTest, HotBlockStatisticsAreExactOnceSettled) {
       std::erase(held, p);
       ASSERT_TRUE(lazy.FreeOwn(p, kLimits, nullptr)) << "step " << step;
       ASSERT_TRUE(eager.FreeOwn(p, kLimits, nullptr)) << "step " << step;
-      settle(eager);
+      SettleAsOwner(eager);
     }
   }
-  settle(lazy);
+  SettleAsOwner(lazy);
   EXPECT_EQ(lazy.bytes.load(), eager.bytes.load());
   for (int p = 0; p < kNumStatPools; ++p) {
     for (int g = 0; g < kNumGauges; ++g) {

@@ -60,6 +60,7 @@ ldd "$gloo" | awk '/libhiredis|libibverbs|libnl-/ {print $3}' | xargs -I{} cp -L
 # Debian's Highway (the storage layer's SIMD conversions), shared only.
 cp -L "$(bazel info output_base)/external/hwy/lib/libhwy.so.1" "$out/"
 install -m 755 benchmarks/distributed/torch_collectives.py "$out/torch_collectives.py"
+install -m 755 benchmarks/distributed/torch_ddp_reducer.py "$out/torch_ddp_reducer.py"
 # What `gpu_bundle/genesis bench` needs beside the benchmarks: the plot script and the
 # traces of the replay suite (tools/genesis/bench_runner.h: the bundle layout).
 install -m 755 tools/genesis/bench_plots.py "$out/bench_plots.py"

@@ -47,6 +47,7 @@
 #include "genesis/distributed/bucketed.h"
 #include "genesis/distributed/process_group_factory.h"
 #include "genesis/distributed/symmetric_window.h"
+#include "genesis/transfer/batch_copy.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, backend, "nccl", "nccl (GPU storages) or gloo (CPU storages)");
@@ -302,7 +303,12 @@ absl::Status Bucketed(ProcessGroup& group, std::vector<Row>& rows) {
     at += c;
   }
   const int iters = std::max(2, absl::GetFlag(FLAGS_iters) / 2);
-  auto time = [&](const std::function<absl::StatusOr<Work>()>& run) -> absl::StatusOr<double> {
+  // Seconds per call, and the host's seconds per call to queue it (GPU groups).
+  struct Timing {
+    double seconds;
+    double host;
+  };
+  auto time = [&](const std::function<absl::StatusOr<Work>()>& run) -> absl::StatusOr<Timing> {
     for (int i = 0; i < 2; ++i) {
       GENESIS_ASSIGN_OR_RETURN(Work w, run());
       GENESIS_RETURN_IF_ERROR(w.Wait());
@@ -315,33 +321,73 @@ absl::Status Bucketed(ProcessGroup& group, std::vector<Row>& rows) {
       GENESIS_ASSIGN_OR_RETURN(last, run());
       if (group.device().is_cpu()) GENESIS_RETURN_IF_ERROR(last.Wait());
     }
+    const auto queued = std::chrono::steady_clock::now();
     GENESIS_RETURN_IF_ERROR(last.Wait());
     GENESIS_RETURN_IF_ERROR(flat.Synchronize());
     GENESIS_RETURN_IF_ERROR(separate.back().Synchronize());
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+    const auto end = std::chrono::steady_clock::now();
+    return Timing{std::chrono::duration<double>(end - start).count() / iters,
+                  std::chrono::duration<double>(queued - start).count() / iters};
   };
-  GENESIS_ASSIGN_OR_RETURN(double one, time([&] { return group.AllReduce(flat, ReduceOp::kSum); }));
-  GENESIS_ASSIGN_OR_RETURN(double packed, time([&] {
+  GENESIS_ASSIGN_OR_RETURN(Timing one, time([&] { return group.AllReduce(flat, ReduceOp::kSum); }));
+  GENESIS_ASSIGN_OR_RETURN(Timing packed, time([&] {
     return distributed::BucketedAllReduce(group, separate, ReduceOp::kSum);
   }));
-  GENESIS_ASSIGN_OR_RETURN(double in_place, time([&] {
+  GENESIS_ASSIGN_OR_RETURN(Timing in_place, time([&] {
     return distributed::BucketedAllReduce(group, views, ReduceOp::kSum);
+  }));
+  // What splitting costs alone: four all_reduces of a quarter of the flat buffer each
+  // (what the packed path's collectives are).
+  std::vector<Storage> quarters;
+  for (int64_t q = 0; q < 4; ++q) {
+    GENESIS_ASSIGN_OR_RETURN(Storage part, flat.Slice(0, total * q / 4, total * (q + 1) / 4));
+    quarters.push_back(part);
+  }
+  GENESIS_ASSIGN_OR_RETURN(Timing split, time([&]() -> absl::StatusOr<Work> {
+    Work w;
+    for (const Storage& part : quarters) {
+      GENESIS_ASSIGN_OR_RETURN(w, group.AllReduce(part, ReduceOp::kSum));
+    }
+    return w;
+  }));
+  // What packing costs alone: every gradient copied into the flat buffer and back, with
+  // the batch copier (two batches a call, as against the packed path's two a bucket).
+  std::vector<transfer::CopyRequest> pack;
+  std::vector<transfer::CopyRequest> unpack;
+  for (size_t k = 0; k < separate.size(); ++k) {
+    pack.push_back({separate[k].data_ptr(), separate[k].device(), false, views[k].data_ptr(),
+                    views[k].device(), false, separate[k].nbytes()});
+    unpack.push_back({views[k].data_ptr(), views[k].device(), false, separate[k].data_ptr(),
+                      separate[k].device(), false, separate[k].nbytes()});
+  }
+  GENESIS_ASSIGN_OR_RETURN(transfer::BatchCopier * copier, transfer::BatchCopier::Default());
+  GENESIS_ASSIGN_OR_RETURN(Timing copies, time([&]() -> absl::StatusOr<Work> {
+    const Device at = group.device().is_cuda() ? group.device() : Device::Cpu();
+    GENESIS_RETURN_IF_ERROR(copier->CopyAsync(pack, at, flat.stream()));
+    GENESIS_RETURN_IF_ERROR(copier->CopyAsync(unpack, at, flat.stream()));
+    return Work();
   }));
   const size_t bytes = static_cast<size_t>(total) * 4;
   const double factor = BusFactor("all_reduce", group.size());
-  for (auto [name, seconds] : {std::pair<const char*, double>{"flat", one},
-                               {"packed", packed}, {"views", in_place}}) {
+  for (auto [name, seconds] : {std::pair<const char*, double>{"flat", one.seconds},
+                               {"packed", packed.seconds}, {"views", in_place.seconds}}) {
     rows.push_back({"bucketed_all_reduce", name, bytes, seconds, bytes / seconds / 1e9,
                     bytes / seconds / 1e9 * factor});
   }
   if (group.rank() == 0) {
-    std::printf("\n# bucketed all_reduce of %d gradients, %s in all (25 MiB buckets)\n",
+    std::printf("\n# bucketed all_reduce of %d gradients, %s in all (25 MiB buckets); "
+                "host: the time to queue a call\n",
                 kGradients, FormatByteSize(bytes).c_str());
-    std::printf("one flat all_reduce        %10.1f us\n", one * 1e6);
-    std::printf("bucketed, packed storages  %10.1f us  (%.3f of flat)\n", packed * 1e6,
-                one / packed);
-    std::printf("bucketed, views of a flat  %10.1f us  (%.3f of flat)\n", in_place * 1e6,
-                one / in_place);
+    std::printf("one flat all_reduce        %10.1f us                 host %8.1f us\n",
+                one.seconds * 1e6, one.host * 1e6);
+    std::printf("bucketed, packed storages  %10.1f us  (%.3f of flat)  host %8.1f us\n",
+                packed.seconds * 1e6, one.seconds / packed.seconds, packed.host * 1e6);
+    std::printf("bucketed, views of a flat  %10.1f us  (%.3f of flat)  host %8.1f us\n",
+                in_place.seconds * 1e6, one.seconds / in_place.seconds, in_place.host * 1e6);
+    std::printf("four all_reduces of a quarter %7.1f us                 host %8.1f us\n",
+                split.seconds * 1e6, split.host * 1e6);
+    std::printf("packing and unpacking alone %9.1f us                 host %8.1f us\n",
+                copies.seconds * 1e6, copies.host * 1e6);
   }
   return absl::OkStatus();
 }

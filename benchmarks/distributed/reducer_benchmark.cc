@@ -16,8 +16,11 @@
 // Exposed communication is a step's time less the backward's; the goal (PyTorch DDP's)
 // is at most 10% of the flat all_reduce. Gradients as separate storages (packed
 // buckets) and as views of one flat buffer (in place); --bucket (25 MiB) buckets, the
-// first --first_bucket (1 MiB): the last bucket cannot start before backward ends, so
-// its collective is always exposed.
+// first --first_bucket (1 MiB). The last bucket cannot start before backward ends, so
+// its collective is always exposed: the reducer's tail tapers down to --last_bucket
+// (1 MiB, as the Reducer's default; 0 for none), growing by --taper (4) a bucket. Also
+// printed: the reducer's buckets, and the host's time to queue its step (backward's
+// kernels, marks and Finish).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -53,6 +56,9 @@ ABSL_FLAG(int, iters, 20, "timed steps per row");
 ABSL_FLAG(int, warmup, 3, "untimed steps per row first");
 ABSL_FLAG(std::string, bucket, "25MiB", "the most bytes of a bucket");
 ABSL_FLAG(std::string, first_bucket, "1MiB", "the first bucket's limit");
+ABSL_FLAG(std::string, last_bucket, "1MiB",
+          "the reducer's last bucket's limit, the tail tapering up to --bucket (0: no taper)");
+ABSL_FLAG(int, taper, 4, "how much larger each bucket of the tail may be than the next");
 
 namespace genesis::benchmarks {
 namespace {
@@ -101,11 +107,18 @@ absl::StatusOr<Model> MakeModel(int layers, uint64_t total, Device device, CUstr
   return m;
 }
 
+struct Timing {
+  double seconds;  // To the end of the work on the stream.
+  double host;     // To the return of the call that queues it.
+};
+
 // Times `step` (which queues work and returns) from a common start on every rank to
-// the end of the work on `stream`: the median of --iters steps after --warmup.
-absl::StatusOr<double> Time(ProcessGroup& group, const cuda::Stream& stream,
+// the end of the work on `stream`, and to its return: the medians of --iters steps
+// after --warmup.
+absl::StatusOr<Timing> Time(ProcessGroup& group, const cuda::Stream& stream,
                             const std::function<absl::Status()>& step) {
   std::vector<double> times;
+  std::vector<double> hosts;
   for (int i = 0; i < absl::GetFlag(FLAGS_warmup) + absl::GetFlag(FLAGS_iters); ++i) {
     GENESIS_RETURN_IF_ERROR(stream.Synchronize());
     GENESIS_ASSIGN_OR_RETURN(Work barrier, group.Barrier());
@@ -113,12 +126,15 @@ absl::StatusOr<double> Time(ProcessGroup& group, const cuda::Stream& stream,
     GENESIS_RETURN_IF_ERROR(cuda::SynchronizeDevice(group.device().index()));
     const auto start = std::chrono::steady_clock::now();
     GENESIS_RETURN_IF_ERROR(step());
+    const auto queued = std::chrono::steady_clock::now();
     GENESIS_RETURN_IF_ERROR(stream.Synchronize());
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (i >= absl::GetFlag(FLAGS_warmup)) times.push_back(seconds);
+    const auto end = std::chrono::steady_clock::now();
+    if (i >= absl::GetFlag(FLAGS_warmup)) {
+      times.push_back(std::chrono::duration<double>(end - start).count());
+      hosts.push_back(std::chrono::duration<double>(queued - start).count());
+    }
   }
-  return Median(times);
+  return Timing{Median(times), Median(hosts)};
 }
 
 absl::Status RunRank() {
@@ -134,15 +150,24 @@ absl::Status RunRank() {
   GENESIS_ASSIGN_OR_RETURN(buckets.bucket_bytes, ParseByteSize(absl::GetFlag(FLAGS_bucket)));
   GENESIS_ASSIGN_OR_RETURN(buckets.first_bucket_bytes,
                            ParseByteSize(absl::GetFlag(FLAGS_first_bucket)));
+  BucketOptions tapered = buckets;
+  GENESIS_ASSIGN_OR_RETURN(tapered.last_bucket_bytes,
+                           ParseByteSize(absl::GetFlag(FLAGS_last_bucket)));
+  tapered.taper = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_taper)));
   if (root) {
     std::printf("# reducer with a synthetic backward: %d ranks, %s of float32 gradients, "
-                "%d us of backward compute, %s buckets (first %s); times in us\n",
+                "%d us of backward compute, %s buckets (first %s; the reducer's last %s, "
+                "taper %zu); times in us; host: the reducer's step until Finish returned\n",
                 group->size(), FormatByteSize(total).c_str(), absl::GetFlag(FLAGS_backward_us),
                 FormatByteSize(buckets.bucket_bytes).c_str(),
-                FormatByteSize(buckets.first_bucket_bytes).c_str());
-    std::printf("%-7s %-9s %10s %10s %10s %10s %9s %10s %10s %9s\n", "layers", "gradients",
-                "backward", "flat a_r", "after bw", "exposed", "of flat", "reducer",
-                "exposed", "of flat");
+                FormatByteSize(buckets.first_bucket_bytes).c_str(),
+                tapered.last_bucket_bytes == 0
+                    ? "not tapered"
+                    : FormatByteSize(tapered.last_bucket_bytes).c_str(),
+                tapered.taper);
+    std::printf("%-7s %-9s %10s %10s %10s %10s %9s %10s %10s %9s %8s %10s\n", "layers",
+                "gradients", "backward", "flat a_r", "after bw", "exposed", "of flat", "reducer",
+                "exposed", "of flat", "buckets", "host");
   }
   for (absl::string_view spec : absl::StrSplit(absl::GetFlag(FLAGS_layers), ',')) {
     int layers = 0;
@@ -162,31 +187,36 @@ absl::Status RunRank() {
       for (int l = 0; l < layers; ++l) GENESIS_RETURN_IF_ERROR(layer(l));
       return absl::OkStatus();
     };
-    GENESIS_ASSIGN_OR_RETURN(double compute, Time(*group, stream, backward));
-    GENESIS_ASSIGN_OR_RETURN(double flat, Time(*group, stream, [&]() -> absl::Status {
+    GENESIS_ASSIGN_OR_RETURN(const Timing compute, Time(*group, stream, backward));
+    GENESIS_ASSIGN_OR_RETURN(const Timing flat, Time(*group, stream, [&]() -> absl::Status {
       return group->AllReduce(model.flat, ReduceOp::kSum).status();
     }));
     for (const auto& [name, grads] :
          {std::pair<const char*, const std::vector<Storage>*>{"separate", &model.separate},
           {"views", &model.views}}) {
-      GENESIS_ASSIGN_OR_RETURN(double serial, Time(*group, stream, [&]() -> absl::Status {
+      GENESIS_ASSIGN_OR_RETURN(const Timing serial, Time(*group, stream, [&]() -> absl::Status {
         GENESIS_RETURN_IF_ERROR(backward());
         return distributed::BucketedAllReduce(*group, *grads, ReduceOp::kSum, buckets).status();
       }));
       GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<Reducer> reducer,
-                               Reducer::Create(*group, *grads, ReduceOp::kSum, buckets));
-      GENESIS_ASSIGN_OR_RETURN(double overlapped, Time(*group, stream, [&]() -> absl::Status {
-        for (int l = 0; l < layers; ++l) {
-          GENESIS_RETURN_IF_ERROR(layer(l));
-          GENESIS_RETURN_IF_ERROR(reducer->MarkReady(l));
-        }
-        return reducer->Finish().status();
-      }));
+                               Reducer::Create(*group, *grads, ReduceOp::kSum, tapered));
+      GENESIS_ASSIGN_OR_RETURN(const Timing overlapped,
+                               Time(*group, stream, [&]() -> absl::Status {
+                                 for (int l = 0; l < layers; ++l) {
+                                   GENESIS_RETURN_IF_ERROR(layer(l));
+                                   GENESIS_RETURN_IF_ERROR(reducer->MarkReady(l));
+                                 }
+                                 return reducer->Finish().status();
+                               }));
       if (root) {
-        std::printf("%-7d %-9s %10.1f %10.1f %10.1f %10.1f %9.3f %10.1f %10.1f %9.3f\n", layers,
-                    name, compute * 1e6, flat * 1e6, serial * 1e6, (serial - compute) * 1e6,
-                    (serial - compute) / flat, overlapped * 1e6, (overlapped - compute) * 1e6,
-                    (overlapped - compute) / flat);
+        const double c = compute.seconds;
+        const double f = flat.seconds;
+        std::printf("%-7d %-9s %10.1f %10.1f %10.1f %10.1f %9.3f %10.1f %10.1f %9.3f %8zu %10.1f\n",
+                    layers, name, c * 1e6, f * 1e6, serial.seconds * 1e6,
+                    (serial.seconds - c) * 1e6, (serial.seconds - c) / f,
+                    overlapped.seconds * 1e6, (overlapped.seconds - c) * 1e6,
+                    (overlapped.seconds - c) / f, reducer->buckets().size(),
+                    overlapped.host * 1e6);
       }
     }
   }

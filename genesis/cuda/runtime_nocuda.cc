@@ -66,6 +66,10 @@ void DeviceGuard::Restore() noexcept { active_ = false; }
 
 // stream.h (no Stream can be created, so every Stream is empty.)
 
+absl::StatusOr<int> Stream::HighestPriority(int device) {
+  return NoCudaSupportError(absl::StrCat("query the stream priorities of cuda:", device));
+}
+
 absl::StatusOr<Stream> Stream::Create(int device, bool /*non_blocking*/,
                                       int /*priority*/) {
   return NoCudaSupportError(absl::StrCat("create a CUDA stream on cuda:", device));

@@ -226,6 +226,7 @@ TEST(CpuOnlyBuildTest, ReportsNoCudaSupport) {
   const absl::StatusOr<Stream> stream = Stream::Create(0);
   EXPECT_EQ(stream.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(absl::StartsWith(stream.status().message(), kPrefix)) << stream.status();
+  EXPECT_EQ(Stream::HighestPriority(0).status().code(), absl::StatusCode::kFailedPrecondition);
   const absl::StatusOr<Event> event = Event::Create(0);
   EXPECT_EQ(event.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(DeviceGuard::Create(0).status().code(), absl::StatusCode::kFailedPrecondition);
@@ -260,6 +261,7 @@ TEST(NoGpuTest, ReportsZeroDevicesCleanly) {
   ASSERT_TRUE(matrix.ok()) << matrix.status();
   EXPECT_TRUE(matrix->empty());
   EXPECT_EQ(Stream::Create(0).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(Stream::HighestPriority(0).status().code(), absl::StatusCode::kOutOfRange);
 }
 
 }  // namespace

@@ -17,6 +17,15 @@
 
 namespace genesis::cuda {
 
+absl::StatusOr<int> Stream::HighestPriority(int device) {
+  GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(device));
+  int least = 0;
+  int greatest = 0;
+  GENESIS_CUDA_RETURN_IF_ERROR_ON(device,
+                                  cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  return greatest;
+}
+
 absl::StatusOr<Stream> Stream::Create(int device, bool non_blocking, int priority) {
   GENESIS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Create(device));
   int least = 0;

@@ -37,6 +37,10 @@ class Stream {
   static absl::StatusOr<Stream> Create(int device, bool non_blocking = true,
                                        int priority = 0);
 
+  // The highest priority a stream of CUDA device `device` may have (the lowest number
+  // of its range). Errors as for Create.
+  static absl::StatusOr<int> HighestPriority(int device);
+
   // An empty stream (no CUDA stream; valid() is false): a placeholder to assign to.
   Stream() = default;
 

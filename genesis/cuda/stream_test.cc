@@ -45,6 +45,17 @@ TEST(StreamTest, BlockingStreamAndHighPriority) {
   ASSERT_TRUE(high.ok()) << high.status();
   EXPECT_EQ(high->priority(), -1);
   EXPECT_TRUE(high->Synchronize().ok());
+
+  // The highest priority is at most -1, and a stream may have it.
+  absl::StatusOr<int> highest = Stream::HighestPriority(0);
+  ASSERT_TRUE(highest.ok()) << highest.status();
+  EXPECT_LE(*highest, -1);
+  absl::StatusOr<Stream> top = Stream::Create(0, true, *highest);
+  ASSERT_TRUE(top.ok()) << top.status();
+  EXPECT_EQ(top->priority(), *highest);
+  // A device that does not exist.
+  EXPECT_EQ(Stream::HighestPriority(DeviceCount()).status().code(),
+            absl::StatusCode::kOutOfRange);
 }
 
 TEST(StreamTest, PriorityOutsideRangeIsInvalidArgument) {

@@ -1,5 +1,8 @@
 #include "genesis/distributed/bucket_plan.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace genesis::distributed {
@@ -32,6 +35,35 @@ bool Adjacent(const Storage& previous, const Storage& next) {
          static_cast<const char*>(previous.data_ptr()) + previous.nbytes() == next.data_ptr();
 }
 
+// Whether `s` may join a bucket of `bytes` so far, limited to `limit`, beside its member
+// `neighbour`.
+bool Joins(const Storage& neighbour, const Storage& s, size_t bytes, size_t limit) {
+  return SameBucketKind(neighbour, s) && bytes + s.nbytes() <= limit;
+}
+
+// The tapered tail of `storages` (BucketOptions::last_bucket_bytes), planned from the
+// end: its buckets in order, and where the tail begins.
+std::pair<std::vector<Bucket>, size_t> PlanTail(absl::Span<const Storage> storages,
+                                                const BucketOptions& options) {
+  std::vector<Bucket> tail;  // The last bucket first, until the end.
+  size_t begin = storages.size();
+  size_t limit = std::min(options.last_bucket_bytes, options.bucket_bytes);
+  while (options.last_bucket_bytes > 0 && begin > 0 && limit < options.bucket_bytes) {
+    const size_t end = begin--;
+    Bucket b{{}, {}, storages[begin].dtype(), storages[begin].nbytes(), /*in_place=*/true};
+    while (begin > 0 && Joins(storages[begin], storages[begin - 1], b.bytes, limit)) {
+      b.in_place = b.in_place && Adjacent(storages[begin - 1], storages[begin]);
+      b.bytes += storages[--begin].nbytes();
+    }
+    for (size_t i = begin; i < end; ++i) b.members.push_back(i);
+    tail.push_back(std::move(b));
+    limit = limit > options.bucket_bytes / options.taper ? options.bucket_bytes
+                                                         : limit * options.taper;
+  }
+  std::reverse(tail.begin(), tail.end());
+  return {std::move(tail), begin};
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Bucket>> PlanBuckets(absl::Span<const Storage> storages,
@@ -39,7 +71,10 @@ absl::StatusOr<std::vector<Bucket>> PlanBuckets(absl::Span<const Storage> storag
   if (options.bucket_bytes == 0) {
     return absl::InvalidArgumentError("bucket_bytes is 0");
   }
-  std::vector<Bucket> buckets;
+  if (options.last_bucket_bytes > 0 && options.taper < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "taper is ", options.taper, ": a tail's buckets must grow, by 2 or more each"));
+  }
   for (size_t i = 0; i < storages.size(); ++i) {
     const Storage& s = storages[i];
     if (!s.defined()) {
@@ -50,14 +85,17 @@ absl::StatusOr<std::vector<Bucket>> PlanBuckets(absl::Span<const Storage> storag
           "storage ", i, " (", s.ToString(), ") is not contiguous: buckets take contiguous "
           "storages (call Contiguous() first)"));
     }
+  }
+  auto [tail, tail_begin] = PlanTail(storages, options);
+  std::vector<Bucket> buckets;
+  for (size_t i = 0; i < tail_begin; ++i) {
+    const Storage& s = storages[i];
     // The limit of the open bucket: the first one may be smaller.
     const size_t limit = buckets.size() == 1 && options.first_bucket_bytes > 0
                              ? options.first_bucket_bytes
                              : options.bucket_bytes;
-    const bool joins = !buckets.empty() &&
-                       SameBucketKind(storages[buckets.back().members.back()], s) &&
-                       buckets.back().bytes + s.nbytes() <= limit;
-    if (joins) {
+    if (!buckets.empty() && Joins(storages[buckets.back().members.back()], s,
+                                  buckets.back().bytes, limit)) {
       Bucket& b = buckets.back();
       b.in_place = b.in_place && Adjacent(storages[b.members.back()], s);
       b.members.push_back(i);
@@ -66,6 +104,7 @@ absl::StatusOr<std::vector<Bucket>> PlanBuckets(absl::Span<const Storage> storag
       buckets.push_back(Bucket{{i}, {}, s.dtype(), s.nbytes(), /*in_place=*/true});
     }
   }
+  for (Bucket& b : tail) buckets.push_back(std::move(b));
   for (Bucket& b : buckets) LayOut(b, storages);
   return buckets;
 }

@@ -10,6 +10,14 @@
 // collective runs on that memory and nothing is copied. Otherwise the storages are
 // packed into one buffer at offsets aligned to kPackAlignment, so that the fused copy
 // kernel moves them with 16-byte loads and stores whatever their sizes.
+//
+// A tapered tail (`last_bucket_bytes`) is for buckets reduced while backward runs
+// (reducer.h): the last bucket's collective cannot start before backward's last
+// gradient, so whatever it holds is exposed. The last bucket is limited to
+// last_bucket_bytes, the one before it to `taper` times that, and so on up to
+// bucket_bytes; each of them is then reduced in less time than backward takes to
+// produce the smaller one after it, wherever the collectives run at least `taper`
+// times as fast as backward produces gradients.
 #ifndef GENESIS_DISTRIBUTED_BUCKET_PLAN_H_
 #define GENESIS_DISTRIBUTED_BUCKET_PLAN_H_
 
@@ -29,6 +37,12 @@ struct BucketOptions {
   // The first bucket's limit (DDP uses 1 MiB, so that communication starts early);
   // 0: the same as bucket_bytes.
   size_t first_bucket_bytes = 0;
+  // The last bucket's limit, with the buckets before it growing by `taper` each up to
+  // bucket_bytes (planned from the end); 0: no taper. The buckets before the tail are
+  // planned as without it, first_bucket_bytes included.
+  size_t last_bucket_bytes = 0;
+  // How much larger each bucket of the tail may be than the one after it; at least 2.
+  size_t taper = 4;
 };
 
 // Where packed storages start in their bucket's buffer: a multiple of this many bytes.
@@ -49,7 +63,7 @@ struct Bucket {
 };
 
 // Buckets for `storages`, in order. InvalidArgument (naming the index) for an undefined
-// or non-contiguous storage, or a bucket_bytes of 0.
+// or non-contiguous storage, a bucket_bytes of 0, or a taper below 2 with a tail.
 absl::StatusOr<std::vector<Bucket>> PlanBuckets(absl::Span<const storage::Storage> storages,
                                                 const BucketOptions& options = {});
 

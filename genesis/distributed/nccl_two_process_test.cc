@@ -126,7 +126,8 @@ TEST(NcclTwoProcessTest, EveryOperation) {
 
 // The Reducer on GPUs: gradients on a stream of their own, separate storages (packed
 // buckets) and views of one buffer (in place), marked while later "layers" still run,
-// over three steps; then the results as the gradients' stream sees them.
+// over three steps, with a tapered tail; then the results as the gradients' stream
+// sees them.
 TEST(NcclTwoProcessTest, ReducerOverlapsAndSums) {
   ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
     const int r = group.rank();
@@ -144,8 +145,15 @@ TEST(NcclTwoProcessTest, ReducerOverlapsAndSums) {
       GENESIS_ASSIGN_OR_TEXT(v, flat.Slice(0, 5000 * k, 5000 * (k + 1)));
       grads.push_back(v);
     }
-    GENESIS_ASSIGN_OR_TEXT(reducer, Reducer::Create(group, grads, ReduceOp::kSum,
-                                                    {.bucket_bytes = 64 << 10}));
+    // A tail tapered from 8 KiB: the last two views get buckets of their own.
+    GENESIS_ASSIGN_OR_TEXT(reducer,
+                           Reducer::Create(group, grads, ReduceOp::kSum,
+                                           {.bucket_bytes = 64 << 10, .last_bucket_bytes = 8 << 10}));
+    const size_t n = grads.size();
+    if (reducer->buckets().back().members != std::vector<size_t>{n - 1} ||
+        !reducer->buckets().back().in_place) {
+      return std::string("the last bucket is not the last view alone, in place");
+    }
     for (int step = 0; step < 3; ++step) {
       for (size_t k = 0; k < grads.size(); ++k) {
         GENESIS_ASSIGN_OR_TEXT(values, Filled(grads[k].numel(), DType::kFloat32, [&](int64_t i) {

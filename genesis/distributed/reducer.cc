@@ -135,9 +135,12 @@ absl::Status Reducer::Prepare() {
     GENESIS_ASSIGN_OR_RETURN(collective_stream_, internal::CollectiveStream(group_.device()));
   }
   comm_.reserve(buckets_.size());
-  for (const Bucket& bucket : buckets_) {
+  moves_.resize(buckets_.size());
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const Bucket& bucket = buckets_[b];
     if (!bucket.in_place) {
       GENESIS_ASSIGN_OR_RETURN(Storage flat, internal::PackBuffer(grads_, bucket));
+      GENESIS_ASSIGN_OR_RETURN(moves_[b], internal::PlanMoves(grads_, bucket, flat));
       comm_.push_back(std::move(flat));
       continue;
     }
@@ -200,8 +203,8 @@ absl::Status Reducer::StartLocked(size_t b) {
     GENESIS_RETURN_IF_ERROR(cuda::WaitEvent(collective_stream_, *ready_[b]));
   }
   if (!bucket.in_place) {
-    GENESIS_RETURN_IF_ERROR(internal::MoveBucket(grads_, bucket, comm_[b], /*pack=*/true,
-                                                 collective_stream_));
+    GENESIS_RETURN_IF_ERROR(
+        internal::RunMoves(moves_[b], comm_[b], /*pack=*/true, collective_stream_));
   }
   absl::StatusOr<Work> work = group_.AllReduce(comm_[b], op_);
   if (!work.ok()) {
@@ -211,8 +214,8 @@ absl::Status Reducer::StartLocked(size_t b) {
   works_[b] = *std::move(work);
   if (on_gpu) {
     if (!bucket.in_place) {
-      GENESIS_RETURN_IF_ERROR(internal::MoveBucket(grads_, bucket, comm_[b], /*pack=*/false,
-                                                   collective_stream_));
+      GENESIS_RETURN_IF_ERROR(
+          internal::RunMoves(moves_[b], comm_[b], /*pack=*/false, collective_stream_));
     }
     if (!reduced_[b].has_value()) {
       GENESIS_ASSIGN_OR_RETURN(reduced_[b], cuda::Event::Create(group_.device().index()));
@@ -267,8 +270,7 @@ absl::Status Reducer::AwaitLocked(size_t count, bool unpack) {
     }
     status.Update(works_[b].Wait());
     if (unpack && status.ok() && !bucket.in_place) {
-      status.Update(
-          internal::MoveBucket(grads_, bucket, comm_[b], /*pack=*/false, grad_stream));
+      status.Update(internal::RunMoves(moves_[b], comm_[b], /*pack=*/false, grad_stream));
     }
   }
   return status;

@@ -13,7 +13,8 @@
 //   }
 //
 // The gradients are planned into buckets once (bucket_plan.h: consecutive gradients up to
-// bucket_bytes, in_place where they are views of one buffer, packed otherwise). A
+// bucket_bytes, in_place where they are views of one buffer, packed otherwise; a packed
+// bucket's copies are planned once too, and only queued at each step). A
 // bucket's all_reduce starts as soon as its last gradient is marked ready, provided
 // every earlier bucket has started: buckets start in plan order on every rank, so the
 // collectives match across ranks whatever order gradients come in.
@@ -46,6 +47,7 @@
 #include "absl/status/statusor.h"
 #include "genesis/cuda/event.h"
 #include "genesis/distributed/bucket_plan.h"
+#include "genesis/distributed/internal/bucket_memory.h"
 #include "genesis/distributed/process_group.h"
 #include "genesis/distributed/reduce_op.h"
 #include "genesis/distributed/work.h"
@@ -62,10 +64,13 @@ class Reducer {
   // (CheckReduction); FailedPrecondition (saying how
   // this rank's plan looks) when the ranks' plans differ; the group's errors.
   // `group` must outlive the Reducer.
-  static absl::StatusOr<std::unique_ptr<Reducer>> Create(ProcessGroup& group,
-                                                         std::vector<storage::Storage> grads,
-                                                         ReduceOp op,
-                                                         const BucketOptions& options = {});
+  // The default buckets are DDP's (25 MiB, the first 1 MiB, so that communication
+  // starts early) with a tail tapered down to 1 MiB, so that what is left to reduce
+  // after backward's last gradient is small.
+  static absl::StatusOr<std::unique_ptr<Reducer>> Create(
+      ProcessGroup& group, std::vector<storage::Storage> grads, ReduceOp op,
+      const BucketOptions& options = {.first_bucket_bytes = size_t{1} << 20,
+                                      .last_bucket_bytes = size_t{1} << 20});
   ~Reducer();
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
@@ -107,6 +112,7 @@ class Reducer {
   const std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;    // The bucket of each gradient.
   std::vector<storage::Storage> comm_;  // What each bucket's collective runs on.
+  std::vector<internal::PlannedMoves> moves_;  // Packed buckets' copies, planned once.
   CUstream_st* collective_stream_ = nullptr;  // GPU groups.
 
   mutable std::mutex mu_;

@@ -90,10 +90,19 @@ TEST(ReducerTest, BucketsStartInPlanOrderAndSumOverSteps) {
   RunGroup(kRanks, [](ProcessGroup& group) -> std::string {
     const int r = group.rank();
     GENESIS_ASSIGN_OR_TEXT(model, MakeModel());
-    GENESIS_ASSIGN_OR_TEXT(reducer, Reducer::Create(group, model.grads, ReduceOp::kSum,
-                                                    {.bucket_bytes = 2048}));
+    // A tapered tail: the last two gradients (1,820 and 1,620 bytes) are past their
+    // tail buckets' limits (256 and 1,024 bytes), so each has a bucket of its own
+    // (without the taper the one before the last shares a bucket with the 1,420 before it).
+    GENESIS_ASSIGN_OR_TEXT(reducer,
+                           Reducer::Create(group, model.grads, ReduceOp::kSum,
+                                           {.bucket_bytes = 4096, .last_bucket_bytes = 256}));
     const std::vector<Bucket>& buckets = reducer->buckets();
     if (buckets.size() < 8) return absl::StrCat("only ", buckets.size(), " buckets");
+    const size_t n = model.grads.size();
+    if (buckets.back().members != std::vector<size_t>{n - 1} ||
+        buckets[buckets.size() - 2].members != std::vector<size_t>{n - 2}) {
+      return "the tail is not tapered";
+    }
     if (std::none_of(buckets.begin(), buckets.end(), [](const Bucket& b) { return b.in_place; })) {
       return "no in-place bucket";
     }

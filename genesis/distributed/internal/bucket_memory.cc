@@ -33,26 +33,57 @@ absl::StatusOr<Storage> PackBuffer(absl::Span<const Storage> storages, const Buc
                         bucket.dtype, first.device(), options);
 }
 
-absl::Status MoveBucket(absl::Span<const Storage> storages, const Bucket& bucket,
-                        const Storage& flat, bool pack, CUstream_st* stream) {
-  GENESIS_ASSIGN_OR_RETURN(transfer::BatchCopier * copier, transfer::BatchCopier::Default());
+namespace {
+
+// The copies of `bucket`'s members into `flat` (`pack`) or back out of it.
+std::vector<transfer::CopyRequest> Requests(absl::Span<const Storage> storages,
+                                            const Bucket& bucket, const Storage& flat,
+                                            bool pack) {
   std::vector<transfer::CopyRequest> requests;
   requests.reserve(bucket.members.size());
   for (size_t k = 0; k < bucket.members.size(); ++k) {
     const Storage& s = storages[bucket.members[k]];
     char* cursor = static_cast<char*>(flat.data_ptr()) + bucket.offsets[k];
-    transfer::CopyRequest r;
     if (pack) {
-      r = {s.data_ptr(), s.device(), s.is_pinned(), cursor, flat.device(), flat.is_pinned(),
-           s.nbytes()};
+      requests.push_back({s.data_ptr(), s.device(), s.is_pinned(), cursor, flat.device(),
+                          flat.is_pinned(), s.nbytes()});
     } else {
-      r = {cursor, flat.device(), flat.is_pinned(), s.data_ptr(), s.device(), s.is_pinned(),
-           s.nbytes()};
+      requests.push_back({cursor, flat.device(), flat.is_pinned(), s.data_ptr(), s.device(),
+                          s.is_pinned(), s.nbytes()});
     }
-    requests.push_back(r);
   }
+  return requests;
+}
+
+}  // namespace
+
+absl::Status MoveBucket(absl::Span<const Storage> storages, const Bucket& bucket,
+                        const Storage& flat, bool pack, CUstream_st* stream) {
+  GENESIS_ASSIGN_OR_RETURN(transfer::BatchCopier * copier, transfer::BatchCopier::Default());
+  const std::vector<transfer::CopyRequest> requests = Requests(storages, bucket, flat, pack);
   if (flat.device().is_cpu()) return copier->Copy(requests);
   return copier->CopyAsync(requests, flat.device(), stream);
+}
+
+absl::StatusOr<PlannedMoves> PlanMoves(absl::Span<const Storage> storages,
+                                       const Bucket& bucket, const Storage& flat) {
+  GENESIS_ASSIGN_OR_RETURN(transfer::BatchCopier * copier, transfer::BatchCopier::Default());
+  PlannedMoves moves;
+  moves.pack = Requests(storages, bucket, flat, /*pack=*/true);
+  moves.unpack = Requests(storages, bucket, flat, /*pack=*/false);
+  GENESIS_ASSIGN_OR_RETURN(moves.pack_plan, copier->Plan(moves.pack));
+  GENESIS_ASSIGN_OR_RETURN(moves.unpack_plan, copier->Plan(moves.unpack));
+  return moves;
+}
+
+absl::Status RunMoves(const PlannedMoves& moves, const Storage& flat, bool pack,
+                      CUstream_st* stream) {
+  GENESIS_ASSIGN_OR_RETURN(transfer::BatchCopier * copier, transfer::BatchCopier::Default());
+  const bool on_cpu = flat.device().is_cpu();
+  return copier->Execute(pack ? moves.pack_plan : moves.unpack_plan,
+                         pack ? moves.pack : moves.unpack,
+                         on_cpu ? Device::Cpu() : flat.device(), on_cpu ? nullptr : stream,
+                         /*synchronize=*/on_cpu);
 }
 
 absl::StatusOr<CUstream_st*> CollectiveStream(Device device) {
@@ -61,7 +92,11 @@ absl::StatusOr<CUstream_st*> CollectiveStream(Device device) {
   std::lock_guard<std::mutex> lock(mu);
   auto it = streams->find(device.index());
   if (it == streams->end()) {
-    GENESIS_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::Stream::Create(device.index()));
+    // The highest priority: when a collective and the compute queued beside it both
+    // wait for multiprocessors, the collective's thread blocks are placed first.
+    GENESIS_ASSIGN_OR_RETURN(const int priority, cuda::Stream::HighestPriority(device.index()));
+    GENESIS_ASSIGN_OR_RETURN(cuda::Stream stream,
+                             cuda::Stream::Create(device.index(), /*non_blocking=*/true, priority));
     it = streams->emplace(device.index(), std::move(stream)).first;
   }
   return it->second.native();

@@ -5,12 +5,15 @@
 #ifndef GENESIS_DISTRIBUTED_INTERNAL_BUCKET_MEMORY_H_
 #define GENESIS_DISTRIBUTED_INTERNAL_BUCKET_MEMORY_H_
 
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "genesis/core/device.h"
 #include "genesis/distributed/bucket_plan.h"
 #include "genesis/storage/storage.h"
+#include "genesis/transfer/batch_plan.h"
 
 struct CUstream_st;
 
@@ -30,8 +33,26 @@ absl::StatusOr<storage::Storage> PackBuffer(absl::Span<const storage::Storage> s
 absl::Status MoveBucket(absl::Span<const storage::Storage> storages, const Bucket& bucket,
                         const storage::Storage& flat, bool pack, CUstream_st* stream);
 
-// The stream that packed buckets' collectives run on: one per GPU for the process, so
-// that a bucket's collective overlaps the work on the gradients' stream.
+// A packed bucket's copies into its buffer and back out of it, planned once: what
+// MoveBucket plans at every call, for callers that move the same bucket every step.
+struct PlannedMoves {
+  std::vector<transfer::CopyRequest> pack;
+  std::vector<transfer::CopyRequest> unpack;
+  transfer::BatchPlan pack_plan;
+  transfer::BatchPlan unpack_plan;
+};
+
+// Plans `bucket`'s moves between `storages` and `flat`. The batch copier's errors.
+absl::StatusOr<PlannedMoves> PlanMoves(absl::Span<const storage::Storage> storages,
+                                       const Bucket& bucket, const storage::Storage& flat);
+
+// Runs the planned packing (`pack`) or unpacking of `flat`'s bucket, as MoveBucket does.
+absl::Status RunMoves(const PlannedMoves& moves, const storage::Storage& flat, bool pack,
+                      CUstream_st* stream);
+
+// The stream that packed buckets' collectives run on: one per GPU for the process, of
+// the highest priority, so that a bucket's collective overlaps the work on the
+// gradients' stream and is not queued behind it for multiprocessors.
 absl::StatusOr<CUstream_st*> CollectiveStream(Device device);
 
 // Makes work queued on `to` from now on wait for the work queued on `from` so far.

@@ -18,7 +18,7 @@
 // buckets) and as views of one flat buffer (in place); --bucket (25 MiB) buckets, the
 // first --first_bucket (1 MiB). The last bucket cannot start before backward ends, so
 // its collective is always exposed: the reducer's tail tapers down to --last_bucket
-// (1 MiB, as the Reducer's default; 0 for none), growing by --taper (4) a bucket. Also
+// (1 MiB, as the Reducer's default; 0 for none), growing by --taper (2) a bucket. Also
 // printed: the reducer's buckets, and the host's time to queue its step (backward's
 // kernels, marks and Finish).
 #include <algorithm>
@@ -58,7 +58,7 @@ ABSL_FLAG(std::string, bucket, "25MiB", "the most bytes of a bucket");
 ABSL_FLAG(std::string, first_bucket, "1MiB", "the first bucket's limit");
 ABSL_FLAG(std::string, last_bucket, "1MiB",
           "the reducer's last bucket's limit, the tail tapering up to --bucket (0: no taper)");
-ABSL_FLAG(int, taper, 4, "how much larger each bucket of the tail may be than the next");
+ABSL_FLAG(int, taper, 2, "how much larger each bucket of the tail may be than the next");
 
 namespace genesis::benchmarks {
 namespace {

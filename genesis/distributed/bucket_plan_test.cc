@@ -38,12 +38,12 @@ TEST(BucketPlanTest, FirstBucketMayBeSmaller) {
 }
 
 TEST(BucketPlanTest, TheTailTapersTowardsTheLastBucket) {
-  // Ten storages of 100 bytes, 1000-byte buckets, the last at most 100: the tail's
-  // buckets hold at most 100 and 400 bytes (the next, 1600, is past bucket_bytes), and
-  // the rest is planned from the front.
+  // Ten storages of 100 bytes, 1000-byte buckets, the last at most 100 and a taper of
+  // 4: the tail's buckets hold at most 100 and 400 bytes (the next, 1600, is past
+  // bucket_bytes), and the rest is planned from the front.
   std::vector<Storage> s;
   for (int i = 0; i < 10; ++i) s.push_back(Floats(25));
-  auto plan = PlanBuckets(s, {.bucket_bytes = 1000, .last_bucket_bytes = 100});
+  auto plan = PlanBuckets(s, {.bucket_bytes = 1000, .last_bucket_bytes = 100, .taper = 4});
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(Members(*plan),
             (std::vector<std::vector<size_t>>{{0, 1, 2, 3, 4}, {5, 6, 7, 8}, {9}}));
@@ -51,29 +51,29 @@ TEST(BucketPlanTest, TheTailTapersTowardsTheLastBucket) {
   EXPECT_EQ((*plan)[1].bytes, 436u);
   // The front keeps its own first-bucket limit.
   plan = PlanBuckets(s, {.bucket_bytes = 1000, .first_bucket_bytes = 200,
-                         .last_bucket_bytes = 100});
+                         .last_bucket_bytes = 100, .taper = 4});
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(Members(*plan),
             (std::vector<std::vector<size_t>>{{0, 1}, {2, 3, 4}, {5, 6, 7, 8}, {9}}));
   // A storage larger than its tail bucket's limit gets a bucket of its own.
   s[9] = Floats(100);
-  plan = PlanBuckets(s, {.bucket_bytes = 1000, .last_bucket_bytes = 100});
+  plan = PlanBuckets(s, {.bucket_bytes = 1000, .last_bucket_bytes = 100, .taper = 4});
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(Members(*plan),
             (std::vector<std::vector<size_t>>{{0, 1, 2, 3, 4}, {5, 6, 7, 8}, {9}}));
   EXPECT_EQ((*plan)[2].bytes, 400u);
   // Storages that all fit the tail; a limit of bucket_bytes or more is no taper.
   std::vector<Storage> few(s.begin(), s.begin() + 3);
-  plan = PlanBuckets(few, {.bucket_bytes = 1000, .last_bucket_bytes = 100});
+  plan = PlanBuckets(few, {.bucket_bytes = 1000, .last_bucket_bytes = 100, .taper = 4});
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(Members(*plan), (std::vector<std::vector<size_t>>{{0, 1}, {2}}));
   plan = PlanBuckets(s, {.bucket_bytes = 1000, .last_bucket_bytes = 1000});
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(Members(*plan),
             (std::vector<std::vector<size_t>>{{0, 1, 2, 3, 4, 5, 6, 7, 8}, {9}}));
-  // A taper of 2: limits of 100, 200, 400 and 800 bytes from the end, which take every
-  // storage.
-  plan = PlanBuckets(s, {.bucket_bytes = 1000, .last_bucket_bytes = 100, .taper = 2});
+  // The default taper, 2: limits of 100, 200, 400 and 800 bytes from the end, which
+  // take every storage.
+  plan = PlanBuckets(s, {.bucket_bytes = 1000, .last_bucket_bytes = 100});
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(Members(*plan),
             (std::vector<std::vector<size_t>>{{0, 1, 2}, {3, 4, 5, 6}, {7, 8}, {9}}));
@@ -84,7 +84,7 @@ TEST(BucketPlanTest, TheTailKeepsViewsInPlaceAndDTypesApart) {
   std::vector<Storage> s;
   for (int i = 0; i < 10; ++i) s.push_back(*flat.Slice(0, 25 * i, 25 * (i + 1)));
   s[6] = *storage::Zeros({50}, DType::kBFloat16, Device::Cpu());
-  auto plan = PlanBuckets(s, {.bucket_bytes = 1000, .last_bucket_bytes = 100});
+  auto plan = PlanBuckets(s, {.bucket_bytes = 1000, .last_bucket_bytes = 100, .taper = 4});
   ASSERT_TRUE(plan.ok()) << plan.status();
   // From the end: {9} (100 bytes), then up to 400 bytes: {7, 8} (the bfloat16 storage
   // 6 is another dtype). The next limit, 1600, passes bucket_bytes: the rest is planned

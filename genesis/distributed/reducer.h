@@ -65,8 +65,8 @@ class Reducer {
   // this rank's plan looks) when the ranks' plans differ; the group's errors.
   // `group` must outlive the Reducer.
   // The default buckets are DDP's (25 MiB, the first 1 MiB, so that communication
-  // starts early) with a tail tapered down to 1 MiB, so that what is left to reduce
-  // after backward's last gradient is small.
+  // starts early) with a tail tapered down to 1 MiB (halving from 25 MiB), so that what
+  // is left to reduce after backward's last gradient is small.
   static absl::StatusOr<std::unique_ptr<Reducer>> Create(
       ProcessGroup& group, std::vector<storage::Storage> grads, ReduceOp op,
       const BucketOptions& options = {.first_bucket_bytes = size_t{1} << 20,

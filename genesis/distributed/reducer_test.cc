@@ -91,7 +91,7 @@ TEST(ReducerTest, BucketsStartInPlanOrderAndSumOverSteps) {
     const int r = group.rank();
     GENESIS_ASSIGN_OR_TEXT(model, MakeModel());
     // A tapered tail: the last two gradients (1,820 and 1,620 bytes) are past their
-    // tail buckets' limits (256 and 1,024 bytes), so each has a bucket of its own
+    // tail buckets' limits (256 and 512 bytes), so each has a bucket of its own
     // (without the taper the one before the last shares a bucket with the 1,420 before it).
     GENESIS_ASSIGN_OR_TEXT(reducer,
                            Reducer::Create(group, model.grads, ReduceOp::kSum,

@@ -21,6 +21,10 @@
 //    groups on four streams);
 //  * H2D_Mixed1024_Sizes: 1,024 from pinned cpu to cuda:0 of 256 B .. 8 MiB
 //    (log-uniform), which split into fused, copy-engine and batch memcpy groups.
+//  * D2D_Pack1000 / D2D_Unpack1000: a bucket's packing and unpacking (the gradients of
+//    collectives_benchmark's bucketed rows): 1,000 separate storages of 700 B .. 700 KiB
+//    (log-uniform) within cuda:0, allocated in a shuffled order around the bucket's
+//    buffer, gathered into it at 16-byte offsets, and scattered back.
 //
 // Each batch's plan is checked once before timing (the expected groups), so that a
 // planner that stopped fusing does not look fast.
@@ -34,6 +38,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -146,6 +151,38 @@ std::vector<CopyRequest> MixedSizesBatch() {
   return requests;
 }
 
+// A bucket of 1,000 separate storages and its buffer, as a pool lays them out: the
+// storages in a shuffled order of 512-byte aligned slots, the buffer between them.
+// Gathered into the buffer (`pack`) or scattered back out of it.
+std::vector<CopyRequest> BucketBatch(bool pack) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> log_size(std::log(700.0), std::log(700.0 * 1024));
+  std::vector<size_t> sizes(1000);
+  size_t total = 0;
+  for (size_t& bytes : sizes) total += (bytes = static_cast<size_t>(std::exp(log_size(rng))) / 4 * 4);
+  std::vector<size_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  Region memory(uintptr_t{3} << 40);
+  std::vector<uintptr_t> storage(sizes.size());
+  uintptr_t buffer = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k == order.size() / 2) buffer = reinterpret_cast<uintptr_t>(memory.Next(total + 16 * 1000));
+    storage[order[k]] = reinterpret_cast<uintptr_t>(memory.Next(sizes[order[k]]));
+  }
+  std::vector<CopyRequest> requests;
+  size_t at = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    void* s = reinterpret_cast<void*>(storage[i]);
+    void* b = reinterpret_cast<void*>(buffer + at);
+    const Device gpu = Device::Cuda(0);
+    requests.push_back(pack ? CopyRequest{s, gpu, false, b, gpu, false, sizes[i]}
+                            : CopyRequest{b, gpu, false, s, gpu, false, sizes[i]});
+    at = (at + sizes[i] + 15) / 16 * 16;
+  }
+  return requests;
+}
+
 // Plans `requests` once and checks the mechanisms of its groups, then times PlanBatch.
 void BM_PlanBatch(benchmark::State& state, const std::vector<CopyRequest>& requests,
                   const std::vector<Mechanism>& expected) {
@@ -222,6 +259,10 @@ void RegisterAll() {
       {M::kFusedKernel, M::kFusedKernel, M::kPeerFusedKernel, M::kPeerFusedKernel});
   add("BM_PlanBatch_H2D_Mixed1024_Sizes", sizes,
       {M::kFusedKernel, M::kCopyEngine, M::kBatchMemcpy});
+  static const auto* const pack = new std::vector<CopyRequest>(BucketBatch(true));
+  static const auto* const unpack = new std::vector<CopyRequest>(BucketBatch(false));
+  add("BM_PlanBatch_D2D_Pack1000", pack, {M::kFusedKernel});
+  add("BM_PlanBatch_D2D_Unpack1000", unpack, {M::kFusedKernel});
   static const auto* const scattered =
       new std::vector<CopyRequest>(benchmarks::ShuffledSources(DeviceBatch()));
   const auto encode = [](const char* name, const std::vector<CopyRequest>* requests) {

@@ -159,7 +159,10 @@ std::vector<CopyRequest> BucketBatch(bool pack) {
   std::uniform_real_distribution<double> log_size(std::log(700.0), std::log(700.0 * 1024));
   std::vector<size_t> sizes(1000);
   size_t total = 0;
-  for (size_t& bytes : sizes) total += (bytes = static_cast<size_t>(std::exp(log_size(rng))) / 4 * 4);
+  for (size_t& bytes : sizes) {
+    bytes = static_cast<size_t>(std::exp(log_size(rng))) / 4 * 4;
+    total += bytes;
+  }
   std::vector<size_t> order(sizes.size());
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
@@ -167,7 +170,9 @@ std::vector<CopyRequest> BucketBatch(bool pack) {
   std::vector<uintptr_t> storage(sizes.size());
   uintptr_t buffer = 0;
   for (size_t k = 0; k < order.size(); ++k) {
-    if (k == order.size() / 2) buffer = reinterpret_cast<uintptr_t>(memory.Next(total + 16 * 1000));
+    if (k == order.size() / 2) {
+      buffer = reinterpret_cast<uintptr_t>(memory.Next(total + 16 * sizes.size()));
+    }
     storage[order[k]] = reinterpret_cast<uintptr_t>(memory.Next(sizes[order[k]]));
   }
   std::vector<CopyRequest> requests;

@@ -42,7 +42,7 @@ struct BucketOptions {
   // planned as without it, first_bucket_bytes included.
   size_t last_bucket_bytes = 0;
   // How much larger each bucket of the tail may be than the one after it; at least 2.
-  // (2 left the least exposed in reducer_benchmark on two H200s: docs/distributed.md.)
+  // (2 left the least exposed in reducer_benchmark on H200s: docs/distributed.md.)
   size_t taper = 2;
 };
 

@@ -146,9 +146,8 @@ TEST(NcclTwoProcessTest, ReducerOverlapsAndSums) {
       grads.push_back(v);
     }
     // A tail tapered from 8 KiB: the last two views get buckets of their own.
-    GENESIS_ASSIGN_OR_TEXT(reducer,
-                           Reducer::Create(group, grads, ReduceOp::kSum,
-                                           {.bucket_bytes = 64 << 10, .last_bucket_bytes = 8 << 10}));
+    const BucketOptions options{.bucket_bytes = 64 << 10, .last_bucket_bytes = 8 << 10};
+    GENESIS_ASSIGN_OR_TEXT(reducer, Reducer::Create(group, grads, ReduceOp::kSum, options));
     const size_t n = grads.size();
     if (reducer->buckets().back().members != std::vector<size_t>{n - 1} ||
         !reducer->buckets().back().in_place) {

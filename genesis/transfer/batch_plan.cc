@@ -565,14 +565,29 @@ constexpr uint64_t kHighBits = uint64_t{3} << 62;
   out.fail = (bits & kHighBits) != 0;
 }
 
+// Whether every source lies wholly outside its device's destination span: a second look
+// at the sources, for batches whose spans meet (separate buffers gathered into one that
+// lies among them). With the destinations proven in address order and disjoint, such a
+// source can overlap no destination.
+bool SourcesOutsideDestinations(absl::Span<const CopyRequest> requests,
+                                const DeviceSpan* spans) {
+  for (const CopyRequest& r : requests) {
+    if (r.bytes == 0) continue;
+    const DeviceSpan& span = spans[SlotOf(r.src_device)];
+    const auto s = reinterpret_cast<uintptr_t>(r.src);
+    if (s < span.dst_hi && span.dst_lo < s + r.bytes) return false;
+  }
+  return true;
+}
+
 // One pass over `requests`, in runs (so that per copy only its addresses and size are
 // looked at): the buckets, the runs and their kinds, and whether the batch is proven
 // valid. The usual batch is: no null pointer or range that wraps, devices in the
 // topology, and on each device the destinations come in address order without
 // touching each other while the span of the sources and the span of the destinations
-// do not meet. Destinations that each begin at or after the previous one's end are
-// disjoint, and with the spans apart no destination can overlap any source, its own
-// included.
+// do not meet (or, where they meet, no source lies within the destinations' span).
+// Destinations that each begin at or after the previous one's end are disjoint, and
+// with the spans apart no destination can overlap any source, its own included.
 void ScanBatch(absl::Span<const CopyRequest> requests, const Topology& topology,
                const PlanOptions& options, Scan& scan) {
   const size_t n = requests.size();
@@ -637,17 +652,19 @@ void ScanBatch(absl::Span<const CopyRequest> requests, const Topology& topology,
     }
     i = j;
   }
-  bool apart = true;
+  bool tracked = true;
   for (const RunContext& context : scan.contexts) {
-    apart &= context.src_slot < kTrackedDevices && context.dst_slot < kTrackedDevices;
+    tracked &= context.src_slot < kTrackedDevices && context.dst_slot < kTrackedDevices;
   }
+  bool apart = true;
   for (const DeviceSpan& span : spans) {
     // A null pointer starts a span at 0.
     bad |= span.src_lo == 0 || span.dst_lo == 0;
     // An empty span (lo > hi) meets nothing.
     apart &= span.dst_hi <= span.src_lo || span.src_hi <= span.dst_lo;
   }
-  scan.valid = !bad && apart;
+  if (!bad && tracked && !apart) apart = SourcesOutsideDestinations(requests, spans);
+  scan.valid = !bad && tracked && apart;
 }
 
 // out[k] = first + k for k < count; four at a time, which the compiler turns into

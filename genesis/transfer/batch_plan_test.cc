@@ -604,6 +604,12 @@ TEST(PlanBatchTest, OnePassAgreesWithTheFullChecks) {
       case 5:  // Sources among the destinations.
         requests[any()].src = static_cast<char*>(requests[any()].dst) + 4096 * (rng() % 3);
         break;
+      case 7:  // Sources on both sides of the destinations (a gather into a buffer
+               // among them): the spans meet, no source is within the destinations.
+        for (CopyRequest& r : requests) {
+          if (rng() % 2 == 0) r.src = static_cast<char*>(const_cast<void*>(r.src)) + 0x80000000;
+        }
+        break;
       case 6:  // Sources and destinations swapped in one request.
         if (requests[0].src_device == requests[0].dst_device) {
           const void* old_src = requests[0].src;

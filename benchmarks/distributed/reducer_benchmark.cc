@@ -6,9 +6,10 @@
 //
 // A model of --total (100 MiB) of float32 gradients in --layers layers (one gradient
 // each, sizes drawn log-uniformly from 4 KiB to 4 MiB, then scaled to the total). Its
-// backward pass is one kernel per layer, last layer first, that keeps every SM busy for
-// --backward_us / layers, on the gradients' stream; after each, the layer's gradient is
-// marked ready. Timed, as medians of --iters steps that start together on every rank:
+// backward pass is one kernel per layer, last layer first, that keeps every SM (or the
+// share --layer_sms of them) busy for --backward_us / layers, on the gradients' stream;
+// after each, the layer's gradient is marked ready. Timed, as medians of --iters steps
+// that start together on every rank:
 //   backward          the kernels alone;
 //   flat all_reduce   one all_reduce of all the gradients as one buffer;
 //   after backward    backward, then BucketedAllReduce (nothing overlaps);
@@ -59,6 +60,8 @@ ABSL_FLAG(std::string, first_bucket, "1MiB", "the first bucket's limit");
 ABSL_FLAG(std::string, last_bucket, "1MiB",
           "the reducer's last bucket's limit, the tail tapering up to --bucket (0: no taper)");
 ABSL_FLAG(int, taper, 2, "how much larger each bucket of the tail may be than the next");
+ABSL_FLAG(double, layer_sms, 1.0,
+          "the share of the GPU's multiprocessors a backward kernel spins on (1: all)");
 
 namespace genesis::benchmarks {
 namespace {
@@ -176,8 +179,11 @@ absl::Status RunRank() {
     }
     GENESIS_ASSIGN_OR_RETURN(Model model, MakeModel(layers, total, device, stream.native()));
     const long long layer_ns = absl::GetFlag(FLAGS_backward_us) * 1000LL / layers;
+    const int layer_blocks = std::clamp(
+        static_cast<int>(props.multiprocessors * absl::GetFlag(FLAGS_layer_sms) + 0.5), 1,
+        props.multiprocessors);
     auto layer = [&](int l) -> absl::Status {
-      const cudaError_t e = LaunchLayer(props.multiprocessors, layer_ns, stream.native());
+      const cudaError_t e = LaunchLayer(layer_blocks, layer_ns, stream.native());
       if (e != cudaSuccess) {
         return absl::InternalError(absl::StrCat("layer kernel: ", cudaGetErrorString(e)));
       }

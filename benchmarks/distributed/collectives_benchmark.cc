@@ -2,7 +2,9 @@
 // each operation and size (8 B to 1 GiB, doubling), the time per operation, algorithm
 // bandwidth and bus bandwidth of genesis's group and of NCCL called directly on
 // cudaMalloc buffers in the same processes, and their ratio; then bucketed all_reduce
-// of 1,000 gradients (100 MiB in all) against one all_reduce of a flat 100 MiB.
+// of 1,000 gradients (100 MiB in all) against one all_reduce of a flat 100 MiB, with
+// what its parts cost alone (four all_reduces of a quarter; packing and unpacking) and
+// the host's time to queue each.
 //
 //   collectives_benchmark --backend=nccl --nproc=2          # forks one rank per GPU
 //   torchrun --no-python --nproc_per_node=2 collectives_benchmark --backend=nccl

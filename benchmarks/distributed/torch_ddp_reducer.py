@@ -26,6 +26,7 @@ import math
 import os
 import statistics
 import time
+from typing import Callable
 
 import torch
 import torch.distributed as dist
@@ -44,14 +45,14 @@ extern "C" __global__ void layer(long long nanoseconds) {
 class MT19937:
     """std::mt19937, so that the sizes are reducer_benchmark's."""
 
-    def __init__(self, seed):
+    def __init__(self, seed: int) -> None:
         self.state = [seed & 0xFFFFFFFF]
         for i in range(1, 624):
             prev = self.state[-1]
             self.state.append((1812433253 * (prev ^ (prev >> 30)) + i) & 0xFFFFFFFF)
         self.index = 624
 
-    def __call__(self):
+    def __call__(self) -> int:
         if self.index >= 624:
             for i in range(624):
                 y = (self.state[i] & 0x80000000) | (self.state[(i + 1) % 624] & 0x7FFFFFFF)
@@ -66,7 +67,7 @@ class MT19937:
         return y ^ (y >> 18)
 
 
-def uniform(gen, low, high):
+def uniform(gen: MT19937, low: float, high: float) -> float:
     """libstdc++'s uniform_real_distribution<double> (generate_canonical, two draws)."""
     canonical = (gen() + gen() * 4294967296.0) / 18446744073709551616.0
     if canonical >= 1.0:
@@ -74,7 +75,7 @@ def uniform(gen, low, high):
     return canonical * (high - low) + low
 
 
-def gradient_counts(layers, total):
+def gradient_counts(layers: int, total: int) -> list[int]:
     """Elements of each gradient, in the order backward produces them."""
     gen = MT19937(7)
     weights = [math.exp(uniform(gen, math.log(4096.0), math.log(4194304.0)))
@@ -83,7 +84,7 @@ def gradient_counts(layers, total):
     return [max(1, int(w / s * total / 4)) for w in weights]
 
 
-def parse_size(text):
+def parse_size(text: str) -> int:
     units = {"": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
     t = text.strip().lower()
     digits = t.rstrip("abcdefghijklmnopqrstuvwxyz")
@@ -93,7 +94,8 @@ def parse_size(text):
 class Model(torch.nn.Module):
     """Layers whose backward is a timed kernel and whose gradient is preallocated."""
 
-    def __init__(self, counts, layer_ns, launch):
+    def __init__(self, counts: list[int], layer_ns: int,
+                 launch: Callable[[int], None]) -> None:
         super().__init__()
         # Parameter j is used by layer j; backward reaches the last layer first, so the
         # last parameter holds the first gradient.
@@ -115,13 +117,13 @@ class Model(torch.nn.Module):
 
         self.layer = Layer
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         for j, w in enumerate(self.weights):
             x = self.layer.apply(x, w, j)
         return x.sum()
 
 
-def median_step(step, iters, warmup):
+def median_step(step: Callable[[], None], iters: int, warmup: int) -> float:
     times = []
     for i in range(warmup + iters):
         torch.cuda.synchronize()
@@ -135,7 +137,7 @@ def median_step(step, iters, warmup):
     return statistics.median(times)
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", default="50,100,200")
     parser.add_argument("--total", default="100MiB")

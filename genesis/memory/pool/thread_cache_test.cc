@@ -59,6 +59,16 @@ void ExpectSameTotals(const ThreadCache& lazy, const ThreadCache& eager) {
   for (int c = 0; c < kNumCounters; ++c) EXPECT_EQ(counters_lazy[c], counters_eager[c]);
 }
 
+// Caches `a` and `b`, then hands out a 4096-byte block for `requested` bytes and frees
+// it, so that it becomes the hot block. Returns its pointer.
+char* CacheBothAndHeat4096(ThreadCache& cache, TestBlock& a, TestBlock& b, size_t requested) {
+  EXPECT_TRUE(cache.Push(&a.block, 1, kLimits));
+  EXPECT_TRUE(cache.Push(&b.block, 1, kLimits));
+  char* const p = cache.Pop(4096, kStream, requested);
+  EXPECT_TRUE(cache.FreeOwn(p, kLimits, nullptr));
+  return p;
+}
+
 TEST(ThreadCacheTest, PopFromAnEmptyCacheIsNull) {
   ThreadCache cache;
   EXPECT_EQ(cache.Pop(4096, kStream, 4096), nullptr);
@@ -154,10 +164,8 @@ TEST(ThreadCacheTest, TakeBlocksEmptiesEveryBin) {
 TEST(ThreadCacheTest, TheBlockFreedLastIsHandedOutAgainFirst) {
   ThreadCache cache;
   TestBlock a(0x10000000, 4096), b(0x20000000, 4096);
-  ASSERT_TRUE(cache.Push(&a.block, 1, kLimits));
-  ASSERT_TRUE(cache.Push(&b.block, 1, kLimits));
-  char* const p = cache.Pop(4096, kStream, 10);
-  ASSERT_TRUE(cache.FreeOwn(p, kLimits, nullptr));
+  char* const p = CacheBothAndHeat4096(cache, a, b, /*requested=*/10);
+  ASSERT_NE(p, nullptr);
   EXPECT_EQ(cache.hot.ptr, p);
   EXPECT_EQ(cache.bytes.load(), 8192u);  // The hot block is counted as cached.
   for (int i = 0; i < 3; ++i) {
@@ -210,10 +218,8 @@ TEST(ThreadCacheTest, PopHotAndFreeHotServeOnlyTheHotPair) {
 TEST(ThreadCacheTest, ATakenHotBlockIsStillFreedThroughTheCache) {
   ThreadCache cache;
   TestBlock a(0x10000000, 4096), b(0x20000000, 8192);
-  ASSERT_TRUE(cache.Push(&a.block, 1, kLimits));
-  ASSERT_TRUE(cache.Push(&b.block, 1, kLimits));
-  char* const pa = cache.Pop(4096, kStream, 1);
-  ASSERT_TRUE(cache.FreeOwn(pa, kLimits, nullptr));
+  char* const pa = CacheBothAndHeat4096(cache, a, b, /*requested=*/1);
+  ASSERT_EQ(pa, a.ptr());
   ASSERT_EQ(cache.Pop(4096, kStream, 1), pa);  // Taken hot.
   char* const pb = cache.Pop(8192, kStream, 1);
   ASSERT_EQ(pb, b.ptr());

@@ -277,7 +277,7 @@ Row MakeRow(const std::string& op, const std::string& impl, size_t bytes, double
 
 // Bucketed all_reduce of 1,000 gradients of 4 KiB to 4 MiB, 100 MiB in all: packed
 // from separate storages, and as views of one flat buffer, against one flat all_reduce.
-absl::Status Bucketed(ProcessGroup& group, std::vector<Row>& rows) {
+absl::Status Bucketed(ProcessGroup& group, RawNccl* raw, std::vector<Row>& rows) {
   constexpr int kGradients = 1000;
   constexpr size_t kTotal = size_t{100} << 20;
   std::mt19937 random(7);
@@ -390,6 +390,29 @@ absl::Status Bucketed(ProcessGroup& group, std::vector<Row>& rows) {
                 split.seconds * 1e6, split.host * 1e6);
     std::printf("packing and unpacking alone %9.1f us                 host %8.1f us\n",
                 copies.seconds * 1e6, copies.host * 1e6);
+  }
+  if (raw != nullptr) {
+    // NCCL called directly on the same gradients, each a cudaMalloc of its own, with no
+    // copies: one flat buffer, then every gradient's all_reduce in NCCL groups of about
+    // 25 MiB, in one group, and alone.
+    std::vector<size_t> sizes;
+    for (int64_t c : counts) sizes.push_back(static_cast<size_t>(c) * 4);
+    const std::vector<size_t> whole = {bytes};
+    GENESIS_ASSIGN_OR_RETURN(double raw_flat, raw->TimeGroupedAllReduce(whole, 0, 2, iters));
+    struct Grouping {
+      const char* name;
+      size_t group_bytes;
+    };
+    for (const Grouping& g : {Grouping{"groups of 25 MiB", size_t{25} << 20},
+                              Grouping{"groups of 4 MiB", size_t{4} << 20},
+                              Grouping{"one group", ~size_t{0}}, Grouping{"no groups", 0}}) {
+      GENESIS_ASSIGN_OR_RETURN(double seconds,
+                               raw->TimeGroupedAllReduce(sizes, g.group_bytes, 2, iters));
+      if (group.rank() == 0) {
+        std::printf("raw NCCL, %-17s %9.1f us  (%.3f of raw flat %.1f us)\n", g.name,
+                    seconds * 1e6, raw_flat / seconds, raw_flat * 1e6);
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -553,7 +576,7 @@ absl::Status RunRank() {
     }
   }
   if (absl::GetFlag(FLAGS_bucketed)) {
-    GENESIS_RETURN_IF_ERROR(Bucketed(*group, rows));
+    GENESIS_RETURN_IF_ERROR(Bucketed(*group, raw_nccl.get(), rows));
   }
   if (absl::GetFlag(FLAGS_graph_ops) > 0 && backend == distributed::Backend::kNccl) {
     GENESIS_RETURN_IF_ERROR(GraphRows(*group, raw_nccl.get()));

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -133,6 +134,47 @@ class RawNcclImpl final : public RawNccl {
     cudaGraphExecDestroy(exec);
     if (!status.ok()) return status;
     return seconds / (static_cast<double>(replays) * ops);
+  }
+
+  absl::StatusOr<double> TimeGroupedAllReduce(absl::Span<const size_t> sizes,
+                                              size_t group_bytes, int warmup,
+                                              int iters) override {
+    std::vector<void*> buffers;
+    absl::Status status;
+    for (size_t bytes : sizes) {
+      void* p = nullptr;
+      status = Check(cudaMalloc(&p, bytes), "cudaMalloc");
+      if (!status.ok()) break;
+      buffers.push_back(p);
+    }
+    auto call = [&]() -> absl::Status {
+      ncclResult_t first = ncclSuccess;  // The first error, reported once its group ends.
+      size_t in_group = 0;
+      for (size_t i = 0; i < buffers.size(); ++i) {
+        if (group_bytes > 0 && in_group == 0) ncclGroupStart();
+        const ncclResult_t r = ncclAllReduce(buffers[i], buffers[i], sizes[i] / sizeof(float),
+                                             ncclFloat32, ncclSum, comm_, stream_);
+        if (first == ncclSuccess) first = r;
+        in_group += sizes[i];
+        if (group_bytes > 0 && (in_group >= group_bytes || i + 1 == buffers.size())) {
+          in_group = 0;
+          const ncclResult_t end = ncclGroupEnd();
+          if (first == ncclSuccess) first = end;
+        }
+        if (first != ncclSuccess && in_group == 0) break;
+      }
+      return Check(first, group_bytes > 0 ? "grouped ncclAllReduce" : "ncclAllReduce");
+    };
+    for (int i = 0; i < warmup && status.ok(); ++i) status = call();
+    if (status.ok()) status = Check(cudaStreamSynchronize(stream_), "sync");
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters && status.ok(); ++i) status = call();
+    if (status.ok()) status = Check(cudaStreamSynchronize(stream_), "sync");
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (void* p : buffers) cudaFree(p);
+    if (!status.ok()) return status;
+    return seconds / iters;
   }
 
  private:

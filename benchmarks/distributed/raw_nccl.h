@@ -44,6 +44,13 @@ class RawNccl {
   // CUDA graph that is replayed `replays` times (after one replay of warm-up).
   virtual absl::StatusOr<double> TimeGraph(const std::string& op, size_t bytes, int ops,
                                            int replays) = 0;
+  // Seconds per call of in-place all_reduces of float32 buffers of `sizes` bytes, each a
+  // cudaMalloc of its own, issued in NCCL groups (ncclGroupStart/End) of consecutive
+  // buffers that close once they hold `group_bytes` or more (0: no groups, one
+  // all_reduce at a time), averaged over `iters` calls after `warmup`.
+  virtual absl::StatusOr<double> TimeGroupedAllReduce(absl::Span<const size_t> sizes,
+                                                      size_t group_bytes, int warmup,
+                                                      int iters) = 0;
 };
 
 }  // namespace genesis::benchmarks

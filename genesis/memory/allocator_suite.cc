@@ -504,6 +504,29 @@ TEST_P(AllocatorSuite, DoubleFreeCaughtWithThreadCache) {
   EXPECT_EQ(st.all.requested_bytes.current, 0);
 }
 
+// The block this thread freed last, handed out again and then freed on another thread:
+// the owner's thread cache must see that the allocation ended, so that its own free of
+// the pointer is a double free and not a second copy of the block in a cache.
+TEST_P(AllocatorSuite, HotBlockFreedOnAnotherThreadIsNotFreedTwice) {
+  auto pool = MakePool();
+  ASSERT_NE(pool, nullptr);
+  void* a = *pool->Allocate(4096);
+  ASSERT_TRUE(pool->Free(a).ok());
+  void* b = *pool->Allocate(4096);
+  std::thread([&] { ASSERT_TRUE(pool->Free(b).ok()); }).join();
+  absl::Status s = pool->Free(b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("double free"));
+  EXPECT_EQ(CheckPoolInvariants(*pool), "");
+  // Live blocks stay distinct afterwards.
+  void* c = *pool->Allocate(4096);
+  void* d = *pool->Allocate(4096);
+  EXPECT_NE(c, d);
+  for (void* p : {c, d}) ASSERT_TRUE(pool->Free(p).ok());
+  EXPECT_EQ(pool->Stats().all.allocated_bytes.current, 0);
+  EXPECT_EQ(CheckPoolInvariants(*pool), "");
+}
+
 TEST_P(AllocatorSuite, WarmUpReservesSegments) {
   AllocatorOptions o;
   o.warm_up_sizes = {4096, 30 * kMiB};

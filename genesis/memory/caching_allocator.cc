@@ -69,28 +69,21 @@ class CachingAllocator::Impl {
   ~Impl();
 
   // The commonest pair (the block this thread freed last, allocated and freed again)
-  // is inline here and touches nothing but the thread's cache and the block; the other
-  // thread-cache hits and frees of blocks this thread took from its cache come next
-  // (*Cached); everything else goes to the *Slow functions. Observers do not leave the
-  // cached paths: their events go to ReportFast.
-  absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream) {
-    if (fast_path_ && bytes <= fast_max_bytes_ && !observers_.observed() &&
-        KnowsMyCache()) [[likely]] {
-      if (char* p = pool_internal::tls_pool_cache->PopHot(bytes, stream, rounding_mask_))
-          [[likely]] {
-        return static_cast<void*>(p);
-      }
+  // touches nothing but the thread's cache and the block, and calls nothing (*Hot: the
+  // block, or nullptr / false to go on); the other thread-cache hits and frees of
+  // blocks this thread took from its cache come next (*Cached); everything else goes to
+  // the *Slow functions. Observers do not leave the cached paths: their events go to
+  // ReportFast.
+  char* AllocateHot(size_t bytes, StreamId stream) {
+    if (HotPathIsMine() && bytes <= fast_max_bytes_) {
+      return pool_internal::tls_pool_cache->PopHot(bytes, stream, rounding_mask_);
     }
-    return AllocateCached(bytes, stream);
+    return nullptr;
   }
-  absl::Status Free(void* ptr) {
-    if (fast_path_ && !observers_.observed() && KnowsMyCache() &&
-        pool_internal::tls_pool_cache->FreeHot(ptr, cache_limits_)) [[likely]] {
-      return absl::OkStatus();
-    }
-    return FreeCached(ptr);
+  bool FreeHot(void* ptr) {
+    return HotPathIsMine() && pool_internal::tls_pool_cache->FreeHot(ptr, cache_limits_);
   }
-  [[gnu::noinline]] absl::StatusOr<void*> AllocateCached(size_t bytes, StreamId stream) {
+  absl::StatusOr<void*> AllocateCached(size_t bytes, StreamId stream) {
     if (fast_path_ && bytes <= fast_max_bytes_) {
       const size_t size = pool_internal::RoundedToBlock(bytes, rounding_mask_);
       ThreadCache* cache = MyCache();
@@ -104,7 +97,7 @@ class CachingAllocator::Impl {
     }
     return AllocateSlow(bytes, stream, /*cache_tried=*/false);
   }
-  [[gnu::noinline]] absl::Status FreeCached(void* ptr) {
+  absl::Status FreeCached(void* ptr) {
     if (ptr == nullptr) return absl::OkStatus();
     if (!fast_path_) return FreeSlow(ptr);
     ThreadCache* cache = MyCache();
@@ -132,10 +125,14 @@ class CachingAllocator::Impl {
   std::vector<SegmentSnapshot> Snapshot() const;
   std::string Summary() const;
   void AddObserver(std::shared_ptr<AllocatorObserver> observer) {
+    std::lock_guard<std::mutex> lock(observers_mu_);
     observers_.Add(std::move(observer), *registry_);
+    UpdateHotId();
   }
   void RemoveObserver(const AllocatorObserver* observer) {
+    std::lock_guard<std::mutex> lock(observers_mu_);
     observers_.Remove(observer, *registry_);
+    UpdateHotId();
   }
 
   const Backend& backend() const { return *backend_; }
@@ -147,6 +144,16 @@ class CachingAllocator::Impl {
   // Whether this thread used this pool last, so that pool_internal::tls_pool_cache is
   // its cache here (never null then).
   bool KnowsMyCache() const { return pool_internal::tls_pool_id == id_; }
+  // KnowsMyCache, on a pool whose fast path is on and not observed: the hot pair's one
+  // check of the pool.
+  bool HotPathIsMine() const {
+    return pool_internal::tls_pool_id == hot_id_.load(std::memory_order_relaxed);
+  }
+  // Under observers_mu_, after the observers changed.
+  void UpdateHotId() {
+    hot_id_.store(fast_path_ && !observers_.observed() ? id_ : kNoHotPath,
+                  std::memory_order_relaxed);
+  }
   // Folds this thread's changes before a slow-path call changes the pool's gauges, so
   // that the peaks it raises count them.
   void FoldMyCurrent() { pool_internal::FoldOwnCurrent(*MyCache(), stats_); }
@@ -175,6 +182,11 @@ class CachingAllocator::Impl {
   const size_t rounding_mask_;  // block_rounding - 1 (a power of two).
   const ThreadCacheLimits cache_limits_;
   std::shared_ptr<ThreadCacheRegistry> registry_;
+  // id_ while the hot pair may run (the fast path is on and nobody observes the pool),
+  // else kNoHotPath, which no thread's cache id equals.
+  static constexpr uint64_t kNoHotPath = ~uint64_t{0};
+  std::atomic<uint64_t> hot_id_;
+  std::mutex observers_mu_;  // Serialises observer changes with their hot_id_.
 
   PoolStats stats_;
   AllocationMap map_;
@@ -197,6 +209,7 @@ CachingAllocator::Impl::Impl(std::unique_ptr<Backend> backend, AllocatorOptions 
       cache_limits_{opt_.thread_cache_bytes, static_cast<size_t>(opt_.thread_cache_blocks),
                     opt_.cache_limit == kNoLimit && opt_.garbage_collection_threshold == 0.0},
       registry_(std::make_shared<ThreadCacheRegistry>()),
+      hot_id_(fast_path_ ? id_ : kNoHotPath),
       central_(*backend_, opt_, events_.get(), total_bytes, stats_),
       observers_(opt_.small_size_limit) {
   registry_->adopt = [this](const std::shared_ptr<ThreadCache>& cache) {
@@ -373,7 +386,9 @@ absl::Status CachingAllocator::Impl::RecordStream(void* ptr, StreamId stream) {
     if (std::find(b.recorded_streams.begin(), b.recorded_streams.end(), stream) ==
         b.recorded_streams.end()) {
       b.recorded_streams.push_back(stream);
-      b.has_recorded_streams.store(true, std::memory_order_relaxed);
+      // A thread cache that remembers this allocation must no longer free it itself.
+      b.alloc_seq.store(b.alloc_seq.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
     }
   });
   if (live) return status;
@@ -398,14 +413,14 @@ absl::Status CachingAllocator::Impl::WarmUp(absl::Span<const size_t> sizes,
   std::vector<void*> ptrs;
   absl::Status status;
   for (size_t size : sizes) {
-    absl::StatusOr<void*> p = Allocate(size, stream);
+    absl::StatusOr<void*> p = AllocateCached(size, stream);
     if (!p.ok()) {
       status = Annotate(p.status(), absl::StrCat("WarmUp(", size, " bytes)"));
       break;
     }
     ptrs.push_back(*p);
   }
-  for (void* p : ptrs) status.Update(Free(p));
+  for (void* p : ptrs) status.Update(FreeCached(p));
   return status;
 }
 
@@ -466,10 +481,14 @@ absl::StatusOr<std::unique_ptr<CachingAllocator>> CachingAllocator::Create(
 CachingAllocator::CachingAllocator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CachingAllocator::~CachingAllocator() = default;
 
-absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes, StreamId stream) {
-  return impl_->Allocate(bytes, stream);
+void* CachingAllocator::AllocateHot(size_t bytes, StreamId stream) {
+  return impl_->AllocateHot(bytes, stream);
 }
-absl::Status CachingAllocator::Free(void* ptr) { return impl_->Free(ptr); }
+bool CachingAllocator::FreeHot(void* ptr) { return impl_->FreeHot(ptr); }
+absl::StatusOr<void*> CachingAllocator::AllocateOther(size_t bytes, StreamId stream) {
+  return impl_->AllocateCached(bytes, stream);
+}
+absl::Status CachingAllocator::FreeOther(void* ptr) { return impl_->FreeCached(ptr); }
 absl::Status CachingAllocator::RecordStream(void* ptr, StreamId stream) {
   return impl_->RecordStream(ptr, stream);
 }

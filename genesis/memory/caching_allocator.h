@@ -73,13 +73,19 @@ class CachingAllocator {
   // InvalidArgument (naming the size) if `bytes` cannot be rounded without overflow;
   // ResourceExhausted with a diagnostic message when memory runs out after the pool
   // released its cache and retried. The pool stays usable after any error.
-  absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream = kNoStream);
+  absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream = kNoStream) {
+    if (void* p = AllocateHot(bytes, stream)) [[likely]] return p;
+    return AllocateOther(bytes, stream);
+  }
 
   // Gives back a block from Allocate. nullptr is a no-op. InvalidArgument naming the
   // pointer for a double free, an interior pointer or a pointer this pool never gave.
   // If RecordStream named other streams, the block is reused or released only after
   // the work queued on them so far has finished.
-  absl::Status Free(void* ptr);
+  absl::Status Free(void* ptr) {
+    if (FreeHot(ptr)) [[likely]] return absl::OkStatus();
+    return FreeOther(ptr);
+  }
 
   // Says that work on `stream` (besides the allocation stream) uses the block at `ptr`,
   // so that Free waits for it. InvalidArgument if `ptr` is not a live block;
@@ -139,6 +145,17 @@ class CachingAllocator {
 
  private:
   explicit CachingAllocator(std::unique_ptr<Impl> impl);
+
+  // The commonest pair, allocating again the block this thread freed last and freeing
+  // it (docs/memory_pool.md), in functions that call no other and return in registers:
+  // the block, or nullptr to go on with AllocateOther; true if freed, else go on with
+  // FreeOther. Allocate and Free, inline, try them first.
+  void* AllocateHot(size_t bytes, StreamId stream);
+  bool FreeHot(void* ptr);
+  // Every other allocation and free.
+  absl::StatusOr<void*> AllocateOther(size_t bytes, StreamId stream);
+  absl::Status FreeOther(void* ptr);
+
   std::unique_ptr<Impl> impl_;
 };
 

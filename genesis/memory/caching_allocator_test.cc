@@ -229,6 +229,26 @@ TEST(CachingAllocatorTest, BlockRecordedOnAnotherStreamWaitsForIt) {
   EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
 }
 
+// The same with thread caches on, for the block this thread freed last and took again:
+// the stream recorded on it sends its free to the pool, which waits for the stream.
+TEST(CachingAllocatorTest, HotBlockRecordedOnAnotherStreamWaitsForIt) {
+  Pool p = MakePool({}, TestBackend::FakeCuda());
+  void* a = *p.pool->Allocate(4096, 1);
+  ASSERT_TRUE(p.pool->Free(a).ok());
+  void* b = *p.pool->Allocate(4096, 1);
+  ASSERT_EQ(b, a);  // The thread cache's hot block.
+  ASSERT_TRUE(p.pool->RecordStream(b, 2).ok());
+  ASSERT_TRUE(p.pool->Free(b).ok());
+  EXPECT_EQ(p.events->records(), 1);
+  void* c = *p.pool->Allocate(4096, 1);
+  EXPECT_NE(c, a);  // Not reused before the stream's work is done.
+  p.events->CompleteAll();
+  ASSERT_TRUE(p.pool->Free(c).ok());
+  EXPECT_TRUE(p.events->violations().empty());
+  EXPECT_EQ(p.pool->Stats().all.allocated_bytes.current, 0);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
 TEST(CachingAllocatorTest, StreamsDoNotShareFreeBlocks) {
   Pool p = MakePool({}, TestBackend::FakeCuda());
   void* a = *p.pool->Allocate(4096, 1);

@@ -45,6 +45,17 @@ class OwnerLock {
     }
   }
   void UnlockAsOwner() { owner_.store(false, std::memory_order_release); }
+  // Owner thread only. LockAsOwner that never waits: true holding the lock, false (not
+  // holding it) if another thread holds or waits for it. Calls no function, so that a
+  // fast path built on it stays a leaf.
+  bool TryLockAsOwner() {
+    Announce();
+    if (others_.load(std::memory_order_seq_cst)) [[unlikely]] {
+      UnlockAsOwner();
+      return false;
+    }
+    return true;
+  }
 
   // Holds the lock as its owner for a scope.
   class AsOwner {

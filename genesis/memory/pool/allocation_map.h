@@ -80,6 +80,9 @@ class AllocationMap {
       return nullptr;
     }
     Block* b = it->second;
+    // Whoever remembers this allocation (a thread cache) must now see it ended.
+    b->alloc_seq.store(b->alloc_seq.load(std::memory_order_relaxed) + 1,
+                       std::memory_order_relaxed);
     *cached = to_thread_cache(*b);
     if (*cached) {
       b->state.store(State::kThreadCached, std::memory_order_relaxed);

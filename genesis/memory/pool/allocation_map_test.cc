@@ -51,9 +51,11 @@ TEST(AllocationMapTest, ClaimForFreeKeepsThreadCachedBlocksAndDropsOthers) {
   map.Register(kept.get());
   map.Register(dropped.get());
   bool cached = false;
+  const uint64_t seq = kept->alloc_seq.load();
   EXPECT_EQ(map.ClaimForFree(kept->ptr, [](const Block&) { return true; }, &cached), kept.get());
   EXPECT_TRUE(cached);
   EXPECT_EQ(kept->state.load(), State::kThreadCached);
+  EXPECT_EQ(kept->alloc_seq.load(), seq + 1);  // Thread caches' records of it are stale.
   // Still in the map, but no longer allocated: a second free finds nothing.
   EXPECT_EQ(map.ClaimForFree(kept->ptr, [](const Block&) { return true; }, &cached), nullptr);
 

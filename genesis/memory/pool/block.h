@@ -35,12 +35,13 @@ struct Block {
   Block* next = nullptr;
   std::atomic<State> state{State::kFree};
   std::atomic<size_t> requested{0};
-  // Bumped each time the block is handed out. Block objects are recycled, never deleted,
-  // while the pool lives, so a thread may read this (and `state`) through a stale
-  // pointer to tell whether the allocation it remembers is still the current one.
+  // Bumped each time the block is handed out, claimed by a free that goes through the
+  // allocation map, or given a stream by RecordStream: whenever what a thread cache
+  // remembers of the allocation (that it is live, with no other streams) stops being
+  // true. Block objects are recycled, never deleted, while the pool lives, so a thread
+  // may read this through a stale pointer to tell whether the allocation it remembers
+  // is still the current one.
   std::atomic<uint64_t> alloc_seq{0};
-  // Mirrors !recorded_streams.empty() for readers that do not hold the map shard.
-  std::atomic<bool> has_recorded_streams{false};
   // Streams (other than `stream`) that use the block. Guarded by the allocation-map
   // shard while the block is live; owned by the freeing thread after that.
   std::vector<StreamId> recorded_streams;

@@ -144,7 +144,6 @@ absl::StatusOr<Block*> CentralPool::AllocateAfterOomLocked(size_t size, size_t r
 absl::Status CentralPool::FreeLocked(Block* b, size_t requested) {
   GENESIS_ASSIGN_OR_RETURN(const std::vector<EventId> recorded, pending_.RecordEvents(*b));
   b->recorded_streams.clear();
-  b->has_recorded_streams.store(false, std::memory_order_relaxed);
   const int64_t size = static_cast<int64_t>(b->size);
   stats_.AddGauge(kAllocatedBytes, b->pool, -size);
   stats_.AddGauge(kCachedBytes, b->pool, size);

@@ -77,7 +77,6 @@ TEST_F(CentralPoolTest, AFreeWithRecordedStreamsWaitsForTheirEvents) {
   bool hit = false;
   Block* b = *Allocate(4096, true, &hit);
   b->recorded_streams = {kOther};
-  b->has_recorded_streams.store(true);
   ASSERT_TRUE(pool_->FreeLocked(b, 4096).ok());
   EXPECT_EQ(b->state.load(), State::kPending);
   EXPECT_EQ(stats_.GaugeNow(kActiveBytes, kAllPools), 4096);

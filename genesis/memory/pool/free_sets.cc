@@ -53,7 +53,6 @@ void FreeSets::Recycle(Block* b) {
   b->state.store(State::kFree, std::memory_order_relaxed);
   b->requested.store(0, std::memory_order_relaxed);
   b->recorded_streams.clear();
-  b->has_recorded_streams.store(false, std::memory_order_relaxed);
   b->pending_events = 0;
   spare_blocks_.push_back(b);
 }

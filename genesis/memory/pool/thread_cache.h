@@ -149,11 +149,16 @@ struct ThreadCache {
     bool taken = false;
     // stats.version() when the highs of this block's deferred push were last raised.
     uint64_t raised_version = 0;
+    // `pushes` when the block last fitted the cache's limits. Only a push makes room
+    // scarcer while the record stays, so with `pushes` unchanged it still fits.
+    uint64_t fitted_at = 0;
     // Pairs (deferred push, then taken again) for `requested` bytes both times, not yet
     // in `stats`: they move no gauge, so only the totals wait for them.
     int64_t pairs = 0;
   };
   Hot hot;
+  // Blocks pushed into bins by PushInto so far (Hot::fitted_at).
+  uint64_t pushes = 0;
 
   // Holding `mu`. Accounts for the hot record's pending pairs and puts the hot block, if
   // any (and not taken), into its bin and accounts for it there.
@@ -170,23 +175,29 @@ struct ThreadCache {
 
   // Owner only. The common pair's allocation: Pop of `requested` bytes (`rounding_mask`:
   // block rounding less one) when the hot block is cached, on `stream` and of their
-  // block size; nullptr (nothing changed) otherwise. The size is rounded only when the
-  // request differs from the one that was freed.
-  char* PopHot(size_t requested, StreamId stream, size_t rounding_mask) {
-    OwnerLock::AsOwner lock(mu);
-    if (hot.block == nullptr || hot.taken || hot.stream != stream) return nullptr;
-    if (hot.requested != requested && hot.size != RoundedToBlock(requested, rounding_mask)) {
-      return nullptr;
+  // block size; nullptr (nothing changed) otherwise, and while another thread holds or
+  // waits for the cache. The size is rounded only when the request differs from the one
+  // that was freed. Calls no function.
+  [[gnu::always_inline]] char* PopHot(size_t requested, StreamId stream,
+                                      size_t rounding_mask) {
+    if (!mu.TryLockAsOwner()) [[unlikely]] return nullptr;
+    char* p = nullptr;
+    if (hot.block != nullptr && !hot.taken && hot.stream == stream &&
+        (hot.requested == requested || hot.size == RoundedToBlock(requested, rounding_mask))) {
+      p = TakeHot(requested);
     }
-    return TakeHot(requested);
+    mu.UnlockAsOwner();
+    return p;
   }
 
   // Owner only. The common pair's free: FreeOwn when `ptr` is the hot block handed out
-  // (taken); false otherwise, with nothing changed but a stale hot record forgotten.
-  bool FreeHot(const void* ptr, const ThreadCacheLimits& limits) {
-    OwnerLock::AsOwner lock(mu);
-    if (!hot.taken || hot.ptr != ptr) return false;
-    return RestoreHot(limits, nullptr);
+  // (taken); false otherwise, and while another thread holds or waits for the cache,
+  // with nothing changed but a stale hot record forgotten. Calls no function.
+  [[gnu::always_inline]] bool FreeHot(const void* ptr, const ThreadCacheLimits& limits) {
+    if (!mu.TryLockAsOwner()) [[unlikely]] return false;
+    const bool freed = hot.taken && hot.ptr == ptr && RestoreHot(limits, nullptr);
+    mu.UnlockAsOwner();
+    return freed;
   }
 
   // Owner only. Takes a cached block of `size` for `stream`, marks it allocated for
@@ -247,13 +258,10 @@ struct ThreadCache {
     const uint64_t seq = slot.seq;
     BinVector* const slot_bin = slot.bin;
     slot.ptr = nullptr;  // Used up: the other fields count only with a matching ptr.
-    // Still the allocation this thread handed out? Otherwise (freed elsewhere, handed out
-    // again, merged away) the ordinary path decides.
-    if (b->alloc_seq.load(std::memory_order_relaxed) != seq ||
-        b->state.load(std::memory_order_relaxed) != State::kAllocated ||
-        b->has_recorded_streams.load(std::memory_order_relaxed)) {
-      return false;
-    }
+    // Still the allocation this thread handed out, with no other streams? Otherwise
+    // (freed elsewhere, handed out again, merged away, a stream recorded) the ordinary
+    // path decides.
+    if (b->alloc_seq.load(std::memory_order_relaxed) != seq) return false;
     const size_t requested = b->requested.load(std::memory_order_relaxed);
     if (freed != nullptr) *freed = {b->size, requested, b->stream};
     // It came from this cache, so its pool's blocks may be cached. It becomes the hot
@@ -264,7 +272,7 @@ struct ThreadCache {
     const int pool = b->pool;
     const bool split = b->split;
     hot = {b, b->ptr, size, b->stream, requested, seq, slot_bin, pool, split,
-           /*taken=*/false, stats.version()};
+           /*taken=*/false, stats.version(), /*fitted_at=*/pushes};
     AddBytes(static_cast<int64_t>(size));
     b->state.store(State::kThreadCached, std::memory_order_relaxed);
     b->requested.store(0, std::memory_order_relaxed);
@@ -294,21 +302,24 @@ struct ThreadCache {
   char* TakeHot(size_t requested) {
     Block* const b = hot.block;
     const uint64_t seq = hot.seq + 1;
+    // Read before the block's fields are written, which the compiler must assume alias.
+    const size_t requested_before = hot.requested;
+    char* const ptr = hot.ptr;
     hot.seq = seq;
     hot.taken = true;
     AddBytes(-static_cast<int64_t>(hot.size));
     b->requested.store(requested, std::memory_order_relaxed);
     b->alloc_seq.store(seq, std::memory_order_relaxed);
     b->state.store(State::kAllocated, std::memory_order_relaxed);
-    if (requested == hot.requested) [[likely]] {
+    if (requested == requested_before) [[likely]] {
       ++hot.pairs;
     } else {
       stats.AccountPair(hot.pool, static_cast<int64_t>(hot.size),
-                        static_cast<int64_t>(hot.requested), static_cast<int64_t>(requested),
-                        hot.split);
+                        static_cast<int64_t>(requested_before),
+                        static_cast<int64_t>(requested), hot.split);
       hot.requested = requested;
     }
-    return hot.ptr;
+    return ptr;
   }
 
   // Holding `mu`. Accounts for the hot record's pending pairs in `stats`.
@@ -327,14 +338,13 @@ struct ThreadCache {
   [[gnu::always_inline]] bool RestoreHot(const ThreadCacheLimits& limits, FastFreed* freed) {
     Block* const b = hot.block;
     if (b->alloc_seq.load(std::memory_order_relaxed) != hot.seq ||
-        b->state.load(std::memory_order_relaxed) != State::kAllocated ||
-        b->has_recorded_streams.load(std::memory_order_relaxed) ||
-        !Fits(*hot.bin, hot.size, limits)) [[unlikely]] {
+        (hot.fitted_at != pushes && !Fits(*hot.bin, hot.size, limits))) [[unlikely]] {
       AccountPendingPairs();
       hot.block = nullptr;
       hot.taken = false;
       return false;
     }
+    hot.fitted_at = pushes;
     if (freed != nullptr) *freed = {hot.size, hot.requested, hot.stream};
     hot.taken = false;
     AddBytes(static_cast<int64_t>(hot.size));
@@ -372,6 +382,7 @@ struct ThreadCache {
     const int pool = b->pool;
     const bool split = b->split;
     bin.push_back({b, b->ptr, seq, pool, split});
+    ++pushes;
     AddBytes(static_cast<int64_t>(size));
     b->state.store(State::kThreadCached, std::memory_order_relaxed);
     b->requested.store(0, std::memory_order_relaxed);

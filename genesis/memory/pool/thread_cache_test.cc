@@ -136,13 +136,6 @@ TEST(ThreadCacheTest, FreeOwnTakesBackOnlyTheAllocationThisThreadHandedOut) {
   b.block.alloc_seq.fetch_add(1);
   EXPECT_FALSE(cache.FreeOwn(b.ptr(), kLimits, nullptr));
 
-  // A block with recorded streams goes down the ordinary path.
-  b.block.alloc_seq.store(0);
-  b.block.state.store(State::kAllocated);
-  ASSERT_TRUE(cache.Push(&b.block, 1, kLimits));
-  ASSERT_EQ(cache.Pop(4096, kStream, 1), b.ptr());
-  b.block.has_recorded_streams.store(true);
-  EXPECT_FALSE(cache.FreeOwn(b.ptr(), kLimits, nullptr));
 }
 
 TEST(ThreadCacheTest, TakeBlocksEmptiesEveryBin) {
@@ -210,6 +203,24 @@ TEST(ThreadCacheTest, PopHotAndFreeHotServeOnlyTheHotPair) {
     EXPECT_EQ(cache.bytes.load(), 4096u);
     EXPECT_FALSE(cache.FreeHot(p, kLimits));  // A double free is not the fast path's.
   }
+}
+
+// The hot block's free skips the limit checks only while nothing was pushed since it
+// last fitted: a bin filled while it was handed out sends it down the ordinary path.
+TEST(ThreadCacheTest, AHotBlockIsRefusedWhenItsBinFilledMeanwhile) {
+  ThreadCache cache;
+  TestBlock hot(0x10000000, 4096), c(0x20000000, 4096), d(0x30000000, 4096);
+  ASSERT_TRUE(cache.Push(&hot.block, 1, kLimits));
+  char* const p = cache.Pop(4096, kStream, 1);
+  ASSERT_TRUE(cache.FreeOwn(p, kLimits, nullptr));  // Hot.
+  ASSERT_EQ(cache.PopHot(1, kStream, kMask), p);
+  ASSERT_TRUE(cache.FreeHot(p, kLimits));  // Fitted, nothing pushed since.
+  ASSERT_EQ(cache.PopHot(1, kStream, kMask), p);
+  ASSERT_TRUE(cache.Push(&c.block, 1, kLimits));
+  ASSERT_TRUE(cache.Push(&d.block, 1, kLimits));  // The bin is full (two blocks).
+  EXPECT_FALSE(cache.FreeHot(p, kLimits));
+  EXPECT_EQ(cache.hot.block, nullptr);  // Forgotten: the pool takes the block back.
+  EXPECT_EQ(cache.bytes.load(), 8192u);
 }
 
 // A hot block handed out stays the hot record, taken; its free must still find it

@@ -10,8 +10,9 @@
 
 namespace genesis::memory::pool_internal {
 
-void TakeCachedBlocks(ThreadCache& cache, PoolStats& stats, std::vector<Block*>* blocks) {
-  cache.TakeBlocks(blocks);
+void TakeCachedBlocks(ThreadCache& cache, PoolStats& stats, std::vector<Block*>* blocks,
+                      size_t at_least) {
+  cache.TakeBlocks(blocks, at_least);
   stats.Fold(cache.stats);
 }
 
@@ -26,12 +27,13 @@ void FlushAllCaches(ThreadCacheRegistry& registry, PoolStats& stats, GiveBack gi
   give_back(blocks);
 }
 
-bool FlushOwnCache(ThreadCache& cache, PoolStats& stats, GiveBack give_back) {
+bool FlushOwnCache(ThreadCache& cache, PoolStats& stats, GiveBack give_back,
+                   size_t at_least) {
   std::vector<Block*> blocks;
   {
     OwnerLock::AsOwner lock(cache.mu);
     if (cache.bytes.load(std::memory_order_relaxed) == 0) return false;
-    TakeCachedBlocks(cache, stats, &blocks);
+    TakeCachedBlocks(cache, stats, &blocks, at_least);
   }
   give_back(blocks);
   return true;

@@ -51,6 +51,50 @@ TEST(OwnerLockTest, OwnerAndOthersExcludeEachOther) {
   EXPECT_EQ(g.mirror, g.count);
 }
 
+// TryLockAsOwner takes a free lock, and gives up at once (not holding it) while another
+// thread holds it; under contention the owner's tries and the others' locks still
+// exclude each other.
+TEST(OwnerLockTest, TryLockAsOwnerNeverWaits) {
+  OwnerLock lock;
+  ASSERT_TRUE(lock.TryLockAsOwner());
+  lock.UnlockAsOwner();
+  lock.Lock();
+  EXPECT_FALSE(lock.TryLockAsOwner());
+  lock.Unlock();
+  EXPECT_TRUE(lock.TryLockAsOwner());
+  lock.UnlockAsOwner();
+
+  constexpr int kOwnerRounds = 400000;
+  constexpr int kOtherRounds = 2000;
+  Guarded g;
+  std::atomic<bool> torn{false};
+  int64_t owner_added = 0;  // The owner's thread alone.
+  std::thread owner([&] {
+    for (int i = 0; i < kOwnerRounds; ++i) {
+      if (!lock.TryLockAsOwner()) continue;
+      if (g.count != g.mirror) torn = true;
+      ++g.count;
+      ++g.mirror;
+      ++owner_added;
+      lock.UnlockAsOwner();
+    }
+  });
+  std::thread other([&] {
+    for (int i = 0; i < kOtherRounds; ++i) {
+      lock.Lock();
+      if (g.count != g.mirror) torn = true;
+      g.count += 2;
+      g.mirror += 2;
+      lock.Unlock();
+    }
+  });
+  owner.join();
+  other.join();
+  EXPECT_FALSE(torn.load());
+  EXPECT_EQ(g.count, owner_added + 2 * kOtherRounds);
+  EXPECT_EQ(g.mirror, g.count);
+}
+
 TEST(OwnerLockTest, LockAllHoldsEveryOwnerOff) {
   constexpr int kOwners = 4;
   constexpr int kRounds = 100000;

@@ -240,13 +240,15 @@ bool CachingAllocator::Impl::PushIntoMyCache(Block* b, size_t requested) {
   if (cache->Push(b, requested, cache_limits_)) return true;
   const bool again = cache->refused == b->ptr;
   cache->refused = b->ptr;
-  // Read by the owner, which alone writes it.
+  // Without the cache's lock: a flush on another thread may lower it meanwhile, which
+  // makes room anyway (Push checks again).
   const size_t cached = cache->bytes.load(std::memory_order_relaxed);
-  if (!again || b->size > cache_limits_.max_bytes || cached + b->size <= cache_limits_.max_bytes) {
+  const size_t limit = cache_limits_.max_bytes;
+  if (!again || b->size > limit || cached + b->size <= limit) {
     return false;  // Once only, too large, or its bin is full.
   }
   cache->refused = nullptr;
-  FlushMyCache(cached + b->size - cache_limits_.max_bytes);
+  FlushMyCache(cached + b->size - limit);
   return cache->Push(b, requested, cache_limits_);
 }
 

@@ -160,16 +160,8 @@ class CachingAllocator::Impl {
   // Moves every thread's cached blocks back to the free sets. Takes registry, caches
   // and the pool lock, in that order (the pool-wide lock order).
   void FlushThreadCaches();
-  // Returns this thread's cached blocks to the free sets (with `at_least`, only the
-  // largest, until they add up to that many bytes); false if it held none.
-  bool FlushMyCache(size_t at_least = std::numeric_limits<size_t>::max());
-  // Puts `b`, claimed for this thread's cache, into it; false if it does not fit. A
-  // block that does not fit for want of bytes, and was the block refused the time
-  // before too, first has the thread's largest other cached blocks go back to the pool,
-  // as many as make room: a thread that allocates and frees one large buffer again and
-  // again then caches it, while blocks that take turns do not empty the cache at every
-  // free.
-  bool PushIntoMyCache(Block* b, size_t requested);
+  // Returns this thread's cached blocks to the free sets; false if it held none.
+  bool FlushMyCache();
   // Takes blocks from thread caches out of the map and back into the free sets.
   void ReturnCachedBlocks(const std::vector<Block*>& blocks);
   absl::Status BadPointer(const void* ptr, const char* what) const {
@@ -235,23 +227,6 @@ CachingAllocator::Impl::~Impl() {
   registry_->caches.clear();
 }
 
-bool CachingAllocator::Impl::PushIntoMyCache(Block* b, size_t requested) {
-  ThreadCache* cache = MyCache();
-  if (cache->Push(b, requested, cache_limits_)) return true;
-  const bool again = cache->refused == b->ptr;
-  cache->refused = b->ptr;
-  // Without the cache's lock: a flush on another thread may lower it meanwhile, which
-  // makes room anyway (Push checks again).
-  const size_t cached = cache->bytes.load(std::memory_order_relaxed);
-  const size_t limit = cache_limits_.max_bytes;
-  if (!again || b->size > limit || cached + b->size <= limit) {
-    return false;  // Once only, too large, or its bin is full.
-  }
-  cache->refused = nullptr;
-  FlushMyCache(cached + b->size - limit);
-  return cache->Push(b, requested, cache_limits_);
-}
-
 void CachingAllocator::Impl::ReturnCachedBlocks(const std::vector<Block*>& blocks) {
   std::lock_guard<std::mutex> lock(central_.mu());
   for (Block* b : blocks) {
@@ -266,10 +241,10 @@ void CachingAllocator::Impl::FlushThreadCaches() {
       [this](const std::vector<Block*>& blocks) { ReturnCachedBlocks(blocks); });
 }
 
-bool CachingAllocator::Impl::FlushMyCache(size_t at_least) {
+bool CachingAllocator::Impl::FlushMyCache() {
   return pool_internal::FlushOwnCache(
       *MyCache(), stats_,
-      [this](const std::vector<Block*>& blocks) { ReturnCachedBlocks(blocks); }, at_least);
+      [this](const std::vector<Block*>& blocks) { ReturnCachedBlocks(blocks); });
 }
 
 absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamId stream,
@@ -368,7 +343,7 @@ absl::Status CachingAllocator::Impl::FreeSlow(void* ptr) {
                                              b->ptr, b->stream));
     sink->back().small_pool = b->pool == kSmall;
   }
-  if (to_thread_cache && !PushIntoMyCache(b, requested)) {
+  if (to_thread_cache && !MyCache()->Push(b, requested, cache_limits_)) {
     map_.Unregister(b);  // The thread's bin is full: the block goes back to the pool.
     to_thread_cache = false;
   }

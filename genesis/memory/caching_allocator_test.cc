@@ -442,37 +442,6 @@ TEST(CachingAllocatorTest, ThreadCacheFlushedAtThreadExit) {
   EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
 }
 
-// A buffer allocated and freed again and again that the thread cache has no room for
-// is refused once; the second time the cache returns its largest other blocks to the
-// pool to make room, and the pair is served from the cache from then on.
-TEST(CachingAllocatorTest, ABufferFreedAgainAndAgainMakesRoomInTheThreadCache) {
-  AllocatorOptions o;
-  o.thread_cache_bytes = 16 * 1024;
-  Pool p = MakePool(o, TestBackend::FakeCuda());
-  auto in_thread_cache = [&](const void* ptr) {
-    for (const auto& segment : p.pool->Snapshot()) {
-      for (const auto& block : segment.blocks) {
-        if (block.address == ptr) return block.in_thread_cache;
-      }
-    }
-    return false;
-  };
-  void* a = *p.pool->Allocate(12 * 1024);
-  ASSERT_TRUE(p.pool->Free(a).ok());
-  EXPECT_TRUE(in_thread_cache(a));
-  void* b = *p.pool->Allocate(8 * 1024);
-  ASSERT_TRUE(p.pool->Free(b).ok());  // 12 + 8 KiB do not fit: to the pool.
-  EXPECT_FALSE(in_thread_cache(b));
-  EXPECT_TRUE(in_thread_cache(a));
-  void* again = *p.pool->Allocate(8 * 1024);
-  ASSERT_EQ(again, b);
-  ASSERT_TRUE(p.pool->Free(again).ok());  // Refused twice: a makes room.
-  EXPECT_TRUE(in_thread_cache(b));
-  EXPECT_FALSE(in_thread_cache(a));
-  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
-  EXPECT_EQ(p.pool->Stats().all.allocated_bytes.current, 0);
-}
-
 TEST(TestBackendTest, ChecksFreeSegmentArguments) {
   TestBackend backend;
   void* a = *backend.AllocateSegment(8192);

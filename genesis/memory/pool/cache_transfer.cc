@@ -10,9 +10,8 @@
 
 namespace genesis::memory::pool_internal {
 
-void TakeCachedBlocks(ThreadCache& cache, PoolStats& stats, std::vector<Block*>* blocks,
-                      size_t at_least) {
-  cache.TakeBlocks(blocks, at_least);
+void TakeCachedBlocks(ThreadCache& cache, PoolStats& stats, std::vector<Block*>* blocks) {
+  cache.TakeBlocks(blocks);
   stats.Fold(cache.stats);
 }
 
@@ -27,13 +26,12 @@ void FlushAllCaches(ThreadCacheRegistry& registry, PoolStats& stats, GiveBack gi
   give_back(blocks);
 }
 
-bool FlushOwnCache(ThreadCache& cache, PoolStats& stats, GiveBack give_back,
-                   size_t at_least) {
+bool FlushOwnCache(ThreadCache& cache, PoolStats& stats, GiveBack give_back) {
   std::vector<Block*> blocks;
   {
     OwnerLock::AsOwner lock(cache.mu);
     if (cache.bytes.load(std::memory_order_relaxed) == 0) return false;
-    TakeCachedBlocks(cache, stats, &blocks, at_least);
+    TakeCachedBlocks(cache, stats, &blocks);
   }
   give_back(blocks);
   return true;

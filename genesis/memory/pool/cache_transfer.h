@@ -6,8 +6,6 @@
 #ifndef GENESIS_MEMORY_POOL_CACHE_TRANSFER_H_
 #define GENESIS_MEMORY_POOL_CACHE_TRANSFER_H_
 
-#include <cstddef>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -23,22 +21,18 @@ namespace genesis::memory::pool_internal {
 // to the central pool.
 using GiveBack = absl::FunctionRef<void(const std::vector<Block*>&)>;
 
-// Moves the blocks of `cache` to `blocks` (with `at_least`, only the largest, until they
-// add up to that many bytes: ThreadCache::TakeBlocks) and folds its figures into
-// `stats`. The caller holds cache.mu.
-void TakeCachedBlocks(ThreadCache& cache, PoolStats& stats, std::vector<Block*>* blocks,
-                      size_t at_least = std::numeric_limits<size_t>::max());
+// Moves the blocks of `cache` to `blocks` and folds its figures into `stats`. The caller
+// holds cache.mu.
+void TakeCachedBlocks(ThreadCache& cache, PoolStats& stats, std::vector<Block*>* blocks);
 
 // Takes every cache's blocks (holding the registry's mutex, then every cache as another
 // thread) and, if there are any, hands them to `give_back`, still holding the registry's
 // mutex.
 void FlushAllCaches(ThreadCacheRegistry& registry, PoolStats& stats, GiveBack give_back);
 
-// Takes the blocks of `cache`, the calling thread's own (with `at_least`, only the
-// largest, until they add up to that many bytes), and hands them to `give_back`; false
-// (nothing done) if the cache holds none.
-bool FlushOwnCache(ThreadCache& cache, PoolStats& stats, GiveBack give_back,
-                   size_t at_least = std::numeric_limits<size_t>::max());
+// Takes the blocks of `cache`, the calling thread's own, and hands them to `give_back`;
+// false (nothing done) if the cache holds none.
+bool FlushOwnCache(ThreadCache& cache, PoolStats& stats, GiveBack give_back);
 
 // Removes the cache of an exiting thread (the caller, its owner, holds registry.mu)
 // from `registry`, empties it and hands its blocks to `give_back`.

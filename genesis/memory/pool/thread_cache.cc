@@ -1,9 +1,6 @@
 #include "genesis/memory/pool/thread_cache.h"
 
-#include <algorithm>
 #include <atomic>
-#include <cstdint>
-#include <utility>
 #include <vector>
 
 namespace genesis::memory::pool_internal {
@@ -41,23 +38,13 @@ void ThreadCache::Forget() {
   for (HandedOut& h : handed_out) h = {};
 }
 
-void ThreadCache::TakeBlocks(std::vector<Block*>* blocks, size_t at_least) {
+void ThreadCache::TakeBlocks(std::vector<Block*>* blocks) {
   Settle();
-  std::vector<std::pair<size_t, BinVector*>> largest_first;
   for (auto& [key, bin] : bins) {
-    if (!bin.empty()) largest_first.push_back({key.size, &bin});
+    for (const Cached& c : bin) blocks->push_back(c.block);
+    bin.clear();
   }
-  std::sort(largest_first.begin(), largest_first.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
-  size_t taken = 0;
-  for (const auto& [size, bin] : largest_first) {
-    for (; !bin->empty() && taken < at_least; bin->pop_back()) {
-      blocks->push_back(bin->back().block);
-      taken += size;
-    }
-    if (taken >= at_least) break;
-  }
-  AddBytes(-static_cast<int64_t>(taken));
+  bytes.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace genesis::memory::pool_internal

@@ -23,7 +23,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -160,9 +159,6 @@ struct ThreadCache {
   Hot hot;
   // Blocks pushed into bins by PushInto so far (Hot::fitted_at).
   uint64_t pushes = 0;
-  // Owner only: the address of the last block the pool failed to push into this cache
-  // (CachingAllocator's slow free reads and writes it).
-  const char* refused = nullptr;
 
   // Holding `mu`. Accounts for the hot record's pending pairs and puts the hot block, if
   // any (and not taken), into its bin and accounts for it there.
@@ -288,12 +284,9 @@ struct ThreadCache {
   // whose thread exits).
   void Forget();
 
-  // Holding `mu` (as owner or not). Moves cached blocks to `blocks`: every one (the
-  // bins stay, empty, as do their records and `recent`), or, with `at_least`, the
-  // largest first until they add up to that many bytes. The statistics are left to the
-  // caller.
-  void TakeBlocks(std::vector<Block*>* blocks,
-                  size_t at_least = std::numeric_limits<size_t>::max());
+  // Holding `mu` (as owner or not). Moves every cached block to `blocks` and empties the
+  // bins (their records and `recent` stay); the statistics are left to the caller.
+  void TakeBlocks(std::vector<Block*>* blocks);
 
  private:
   // Whether `limits` leave room in the cache and in `bin` for a block of `size` (the

@@ -14,7 +14,6 @@
 namespace genesis::memory::pool_internal {
 namespace {
 
-using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
 constexpr StreamId kStream = 7;
@@ -137,20 +136,6 @@ TEST(ThreadCacheTest, FreeOwnTakesBackOnlyTheAllocationThisThreadHandedOut) {
   b.block.alloc_seq.fetch_add(1);
   EXPECT_FALSE(cache.FreeOwn(b.ptr(), kLimits, nullptr));
 
-}
-
-TEST(ThreadCacheTest, TakeBlocksForBytesTakesTheLargestFirst) {
-  ThreadCache cache;
-  TestBlock a(0x10000000, 4096), b(0x20000000, 8192), c(0x30000000, 4096);
-  for (TestBlock* t : {&a, &b, &c}) ASSERT_TRUE(cache.Push(&t->block, 1, kLimits));
-  OwnerLock::AsOwner lock(cache.mu);
-  std::vector<Block*> blocks;
-  cache.TakeBlocks(&blocks, 5000);
-  EXPECT_THAT(blocks, ElementsAre(&b.block));
-  EXPECT_EQ(cache.bytes.load(), 8192u);
-  cache.TakeBlocks(&blocks, 1);
-  EXPECT_EQ(blocks.size(), 2u);
-  EXPECT_EQ(cache.bytes.load(), 4096u);
 }
 
 TEST(ThreadCacheTest, TakeBlocksEmptiesEveryBin) {

@@ -4,7 +4,8 @@
 // cudaMalloc buffers in the same processes, and their ratio; then bucketed all_reduce
 // of 1,000 gradients (100 MiB in all) against one all_reduce of a flat 100 MiB, with
 // what its parts cost alone (four all_reduces of a quarter; packing and unpacking) and
-// the host's time to queue each.
+// the host's time to queue each, and (NCCL) NCCL called directly on the same gradients,
+// each a buffer of its own, in NCCL groups instead of packed buckets.
 //
 //   collectives_benchmark --backend=nccl --nproc=2          # forks one rank per GPU
 //   torchrun --no-python --nproc_per_node=2 collectives_benchmark --backend=nccl

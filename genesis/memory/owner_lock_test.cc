@@ -17,6 +17,18 @@ struct Guarded {
   int64_t mirror = 0;
 };
 
+// `rounds` times, as another thread: takes `lock`, notes in `torn` whether `g` was
+// inconsistent, and adds 2 to both of its figures.
+void AddTwoAsOther(OwnerLock& lock, Guarded& g, std::atomic<bool>& torn, int rounds) {
+  for (int i = 0; i < rounds; ++i) {
+    lock.Lock();
+    if (g.count != g.mirror) torn = true;
+    g.count += 2;
+    g.mirror += 2;
+    lock.Unlock();
+  }
+}
+
 TEST(OwnerLockTest, OwnerAndOthersExcludeEachOther) {
   constexpr int kOwnerRounds = 400000;
   constexpr int kOtherRounds = 2000;
@@ -34,15 +46,7 @@ TEST(OwnerLockTest, OwnerAndOthersExcludeEachOther) {
   });
   std::vector<std::thread> others;
   for (int t = 0; t < kOthers; ++t) {
-    others.emplace_back([&] {
-      for (int i = 0; i < kOtherRounds; ++i) {
-        lock.Lock();
-        if (g.count != g.mirror) torn = true;
-        g.count += 2;
-        g.mirror += 2;
-        lock.Unlock();
-      }
-    });
+    others.emplace_back([&] { AddTwoAsOther(lock, g, torn, kOtherRounds); });
   }
   owner.join();
   for (std::thread& t : others) t.join();
@@ -79,15 +83,7 @@ TEST(OwnerLockTest, TryLockAsOwnerNeverWaits) {
       lock.UnlockAsOwner();
     }
   });
-  std::thread other([&] {
-    for (int i = 0; i < kOtherRounds; ++i) {
-      lock.Lock();
-      if (g.count != g.mirror) torn = true;
-      g.count += 2;
-      g.mirror += 2;
-      lock.Unlock();
-    }
-  });
+  std::thread other([&] { AddTwoAsOther(lock, g, torn, kOtherRounds); });
   owner.join();
   other.join();
   EXPECT_FALSE(torn.load());

@@ -322,12 +322,27 @@ TEST(GlooGroupTest, BadInputIsRefusedWithTheValueNamed) {
     GENESIS_ASSIGN_OR_TEXT(three, storage::Zeros({3}, DType::kFloat32, Device::Cpu()));
     GENESIS_RETURN_IF_TEXT(expect(group.AllGather(three, small).status(),
                           absl::StatusCode::kInvalidArgument,
-                          "all_gather output has 5 elements, expected 6"));
+                          "all_gather output has 5 elements, expected 6 (world size 2 x input)"));
+    // The list form names the output that is wrong.
+    GENESIS_ASSIGN_OR_TEXT(halves3, storage::Zeros({3}, DType::kFloat16, Device::Cpu()));
+    GENESIS_RETURN_IF_TEXT(expect(group.AllGather(three, {three, small}).status(),
+                          absl::StatusCode::kInvalidArgument,
+                          "all_gather output 1 has 5 elements, expected 3 (the input's size)"));
+    GENESIS_RETURN_IF_TEXT(expect(group.AllGather(three, {Storage(), three}).status(),
+                          absl::StatusCode::kInvalidArgument,
+                          "all_gather output 0 is an undefined storage"));
+    GENESIS_RETURN_IF_TEXT(expect(group.AllGather(three, {three, halves3}).status(),
+                          absl::StatusCode::kInvalidArgument,
+                          "input is float32 but output is float16"));
+    GENESIS_RETURN_IF_TEXT(expect(group.AllGather(three, std::vector<Storage>{three}).status(),
+                          absl::StatusCode::kInvalidArgument,
+                          "all_gather into 1 storages, expected one per rank (2)"));
     GENESIS_ASSIGN_OR_TEXT(halves, storage::Zeros({6}, DType::kFloat16, Device::Cpu()));
     GENESIS_RETURN_IF_TEXT(expect(group.AllGather(three, halves).status(),
                           absl::StatusCode::kInvalidArgument, "input is float32 but output is float16"));
     GENESIS_RETURN_IF_TEXT(expect(group.ReduceScatter(small, three, ReduceOp::kSum).status(),
-                          absl::StatusCode::kInvalidArgument, "reduce_scatter input has 5"));
+                          absl::StatusCode::kInvalidArgument,
+                          "reduce_scatter input has 5 elements, expected 6 (world size 2 x output)"));
     GENESIS_RETURN_IF_TEXT(expect(group.AllToAll(three, three).status(),
                           absl::StatusCode::kInvalidArgument, "does not split into 2"));
     GENESIS_RETURN_IF_TEXT(expect(group.AllReduce(Storage(), ReduceOp::kSum).status(),

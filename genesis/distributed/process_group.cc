@@ -1,6 +1,7 @@
 #include "genesis/distributed/process_group.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -63,14 +64,16 @@ absl::Status SameDType(const Buffer& a, const Buffer& b, std::string_view what) 
   return absl::OkStatus();
 }
 
+// `rule` says where `expected` comes from; with `world` > 0 it is "world size <world> x
+// <rule>". Formats nothing unless the count is wrong.
 absl::Status CountIs(const Buffer& buffer, size_t expected, std::string_view what,
-                     std::string_view rule) {
-  if (buffer.count != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(ToAbsl(what), " has ", buffer.count,
-                                                   " elements, expected ", expected, " (",
-                                                   ToAbsl(rule), ")"));
-  }
-  return absl::OkStatus();
+                     std::string_view rule, int world = 0) {
+  if (buffer.count == expected) [[likely]] return absl::OkStatus();
+  const std::string because =
+      world > 0 ? absl::StrCat("world size ", world, " x ", ToAbsl(rule)) : std::string(rule);
+  return absl::InvalidArgumentError(absl::StrCat(ToAbsl(what), " has ", buffer.count,
+                                                 " elements, expected ", expected, " (",
+                                                 because, ")"));
 }
 
 }  // namespace
@@ -139,8 +142,7 @@ absl::StatusOr<Work> ProcessGroup::AllGather(const Storage& input, const Storage
   GENESIS_ASSIGN_OR_RETURN(Buffer in, CheckedBuffer(input, "all_gather input", false));
   GENESIS_ASSIGN_OR_RETURN(Buffer out, CheckedBuffer(output, "all_gather output", true));
   GENESIS_RETURN_IF_ERROR(SameDType(in, out, "all_gather"));
-  GENESIS_RETURN_IF_ERROR(CountIs(out, in.count * size(), "all_gather output",
-                                  absl::StrCat("world size ", size(), " x input")));
+  GENESIS_RETURN_IF_ERROR(CountIs(out, in.count * size(), "all_gather output", "input", size()));
   return Retaining(communicator_->AllGather(in, out), {input, output});
 }
 
@@ -153,12 +155,14 @@ absl::StatusOr<Work> ProcessGroup::AllGather(const Storage& input,
                                                    size(), ")"));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    GENESIS_ASSIGN_OR_RETURN(Buffer out,
-                             CheckedBuffer(outputs[i], absl::StrCat("all_gather output ", i),
-                                           true));
-    GENESIS_RETURN_IF_ERROR(SameDType(in, out, "all_gather"));
-    GENESIS_RETURN_IF_ERROR(
-        CountIs(out, in.count, absl::StrCat("all_gather output ", i), "the input's size"));
+    // The output's index is put into words only when it is wrong.
+    absl::StatusOr<Buffer> out = CheckedBuffer(outputs[i], "all_gather output", true);
+    absl::Status bad = out.ok() ? SameDType(in, *out, "all_gather") : absl::OkStatus();
+    if (out.ok() && bad.ok() && out->count == in.count) [[likely]] continue;
+    const std::string what = absl::StrCat("all_gather output ", i);
+    GENESIS_ASSIGN_OR_RETURN(Buffer checked, CheckedBuffer(outputs[i], what, true));
+    GENESIS_RETURN_IF_ERROR(bad);
+    return CountIs(checked, in.count, what, "the input's size");
   }
   storage::StorageOptions options;
   options.stream = input.stream();
@@ -182,8 +186,8 @@ absl::StatusOr<Work> ProcessGroup::ReduceScatter(const Storage& input, const Sto
   GENESIS_ASSIGN_OR_RETURN(Buffer in, CheckedBuffer(input, "reduce_scatter input", false));
   GENESIS_ASSIGN_OR_RETURN(Buffer out, CheckedBuffer(output, "reduce_scatter output", true));
   GENESIS_RETURN_IF_ERROR(SameDType(in, out, "reduce_scatter"));
-  GENESIS_RETURN_IF_ERROR(CountIs(in, out.count * size(), "reduce_scatter input",
-                                  absl::StrCat("world size ", size(), " x output")));
+  GENESIS_RETURN_IF_ERROR(
+      CountIs(in, out.count * size(), "reduce_scatter input", "output", size()));
   GENESIS_RETURN_IF_ERROR(communicator_->SupportsReduction(in.dtype, op));
   return Retaining(communicator_->ReduceScatter(in, out, op), {input, output});
 }

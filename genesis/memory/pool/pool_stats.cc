@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <initializer_list>
 
 namespace genesis::memory::pool_internal {
 
@@ -19,23 +18,10 @@ void CacheFigures::Add(const ThreadStats& stats) {
   }
 }
 
-void PoolStats::RaisePeakTo(Gauge g, int p, int64_t value) {
+void PoolStats::RaisePeakSlow(Gauge g, int p, int64_t value) {
   int64_t peak = peak_[g][p].load(std::memory_order_relaxed);
   while (value > peak &&
          !peak_[g][p].compare_exchange_weak(peak, value, std::memory_order_relaxed)) {
-  }
-}
-
-void PoolStats::AddGauge(Gauge g, int pool, int64_t delta) {
-  if (delta == 0) return;
-  for (int p : {kAllPools, pool}) {
-    Bump(cur_[g][p], delta);
-    if (delta > 0) {
-      Bump(up_[g][p], delta);
-      RaisePeakTo(g, p, GaugeNow(g, p));
-    } else {
-      Bump(down_[g][p], -delta);
-    }
   }
 }
 

@@ -56,9 +56,24 @@ class PoolStats {
   // Adds `delta` to gauge `g` of `pool` and of kAllPools, counts it in the running
   // totals (allocated if positive, freed if negative) and raises the peaks. The caller
   // holds the pool lock.
-  void AddGauge(Gauge g, int pool, int64_t delta);
+  // Always inlined, both stats pools written out: a pair through the pool's lock makes
+  // eight of these calls, and inlined they cost about 10% fewer instructions on that
+  // path (callgrind: a 64 MiB pair and a ResNet-50 trace's replay).
+  [[gnu::always_inline]] void AddGauge(Gauge g, int pool, int64_t delta) {
+    if (delta > 0) {
+      Grow(g, kAllPools, delta);
+      Grow(g, pool, delta);
+    } else if (delta < 0) {
+      Shrink(g, kAllPools, -delta);
+      Shrink(g, pool, -delta);
+    }
+  }
   // Raises the peak of gauge `g` of stats pool `p` to `value` if that is higher.
-  void RaisePeakTo(Gauge g, int p, int64_t value);
+  void RaisePeakTo(Gauge g, int p, int64_t value) {
+    if (value > peak_[g][p].load(std::memory_order_relaxed)) [[unlikely]] {
+      RaisePeakSlow(g, p, value);
+    }
+  }
   // Adds `n` to counter `c`. The caller holds the pool lock.
   void Count(Counter c, int64_t n = 1) { Bump(counters_[c], n); }
   // Count for a caller that does not hold the pool lock.
@@ -100,6 +115,19 @@ class PoolStats {
   static void Bump(std::atomic<int64_t>& a, int64_t n) {
     a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
+  // AddGauge of `n` > 0 (Grow) or of -`n` (Shrink) to stats pool `p` alone.
+  void Grow(Gauge g, int p, int64_t n) {
+    Bump(cur_[g][p], n);
+    Bump(up_[g][p], n);
+    RaisePeakTo(g, p, GaugeNow(g, p));
+  }
+  void Shrink(Gauge g, int p, int64_t n) {
+    Bump(cur_[g][p], -n);
+    Bump(down_[g][p], n);
+  }
+  // RaisePeakTo once `value` was seen above the peak (compare-exchange: folds raise
+  // peaks without the pool lock).
+  void RaisePeakSlow(Gauge g, int p, int64_t value);
 
   // Written under the pool lock (Bump).
   std::atomic<int64_t> cur_[kNumGauges][kNumStatPools] = {};

@@ -51,6 +51,9 @@ std::string Text(const BenchResult* r, BenchMetric metric) {
   if (metric == BenchMetric::kBandwidth && r->bytes_per_second > 0) {
     return FormatRate(r->bytes_per_second);
   }
+  if (metric == BenchMetric::kBusBandwidth && r->bus_bytes_per_second > 0) {
+    return FormatRate(r->bus_bytes_per_second) + " busbw";
+  }
   return FormatNs(r->time_ns);
 }
 
@@ -59,6 +62,10 @@ double Ratio(const BenchResult* fig, const BenchResult* base, BenchMetric metric
   if (metric == BenchMetric::kBandwidth && fig->bytes_per_second > 0 &&
       base->bytes_per_second > 0) {
     return fig->bytes_per_second / base->bytes_per_second;
+  }
+  if (metric == BenchMetric::kBusBandwidth && fig->bus_bytes_per_second > 0 &&
+      base->bus_bytes_per_second > 0) {
+    return fig->bus_bytes_per_second / base->bus_bytes_per_second;
   }
   return fig->time_ns > 0 ? base->time_ns / fig->time_ns : 0;
 }
@@ -278,7 +285,15 @@ std::vector<PairRow> ComputeRows(const BenchReportInput& input) {
     row.baseline_text = Text(base, pair.metric);
     row.ratio = Ratio(fig, base, pair.metric);
     row.target = TargetFor(pair, file->second.context.value("num_cpus", 0));
-    if (row.target > 0 && row.ratio > 0) row.met = row.ratio >= row.target ? "yes" : "no";
+    if (row.target > 0) {
+      row.target_text = absl::StrCat(">= ", FormatTarget(row.target), "x");
+      if (row.ratio > 0) row.met = row.ratio >= row.target ? "yes" : "no";
+    } else if (pair.max_extra_ns > 0) {
+      row.target_text = absl::StrCat("<= +", FormatNs(pair.max_extra_ns));
+      if (row.ratio > 0) {
+        row.met = fig->time_ns - base->time_ns <= pair.max_extra_ns ? "yes" : "no";
+      }
+    }
     rows.push_back(std::move(row));
   }
   return rows;
@@ -333,7 +348,7 @@ std::string RenderReport(const BenchReportInput& input, const std::vector<PairRo
       absl::StrAppend(&md, "| ", Cell(r.pair->label), " | ", Cell(r.figure_text), " | ",
                       Cell(r.pair->baseline_label), " | ", Cell(r.baseline_text), " | ",
                       r.ratio > 0 ? FormatRatio(r.ratio) : "-", " | ",
-                      r.target > 0 ? absl::StrCat(">= ", FormatTarget(r.target), "x") : "", " | ",
+                      r.target_text, " | ",
                       r.met == "no" ? "**no**" : r.met, " |\n");
     }
   }
@@ -387,7 +402,8 @@ nlohmann::json ReportJson(const BenchReportInput& input, const std::vector<PairR
                         {"figure", r.pair->figure}, {"figure_text", r.figure_text},
                         {"baseline", r.pair->baseline}, {"baseline_label", r.pair->baseline_label},
                         {"baseline_text", r.baseline_text}, {"ratio", r.ratio},
-                        {"target", r.target}, {"met", r.met}});
+                        {"target", r.target}, {"target_text", r.target_text},
+                        {"met", r.met}});
   }
   return {{"command", input.command}, {"date", input.date}, {"seconds", input.seconds},
           {"quick", input.quick}, {"repetitions", input.repetitions},

@@ -49,6 +49,8 @@ struct PairRow {
   std::string baseline_text;
   double ratio = 0;           // Speed-up (bench_suites.h); 0 when either is missing.
   double target = 0;          // TargetFor the pair on the machine that ran it; 0: none.
+  // The target as the report prints it: ">= 0.98x", "<= +1 us"; empty: none.
+  std::string target_text;
   std::string met;            // "yes", "no", or "" without a target or ratio.
 };
 

@@ -109,6 +109,43 @@ TEST(BenchReportTest, BaselineFromAnotherRun) {
 }
 
 // Every table row has as many cells as its header: the tables render on GitHub.
+// NCCL's rows: from 1 MiB genesis's bus bandwidth against 98% of NCCL's, below 1 MiB at
+// most 1 us above NCCL's time; the report prints each target as it is.
+TEST(BenchReportTest, CollectiveTargetsAreBusBandwidthAndMicrosecondsAbove) {
+  BenchReportInput in = Input();
+  in.suites = {"collectives"};
+  in.runs = {{"collectives_cuda", "ran", "", "cuda:0", "raw/collectives_cuda.json", 1.0}};
+  in.files.clear();
+  in.files["collectives_cuda"] = ParseBenchFile(R"({"context": {}, "benchmarks": [
+      {"name": "all_reduce/genesis/8192", "real_time": 9.6, "time_unit": "us"},
+      {"name": "all_reduce/nccl/8192", "real_time": 8.5, "time_unit": "us"},
+      {"name": "broadcast/genesis/8192", "real_time": 9.2, "time_unit": "us"},
+      {"name": "broadcast/nccl/8192", "real_time": 8.5, "time_unit": "us"},
+      {"name": "all_reduce/genesis/1048576", "real_time": 12, "time_unit": "us",
+       "bytes_per_second": 8.7e10, "busbw_GBps": 130.4},
+      {"name": "all_reduce/nccl/1048576", "real_time": 11.5, "time_unit": "us",
+       "bytes_per_second": 9.1e10, "busbw_GBps": 136.6}]})",
+                                                "collectives_cuda.json")
+                                     .value();
+  const std::vector<PairRow> rows = ComputeRows(in);
+  const PairRow* above = RowFor(rows, "all_reduce/genesis/8192", "all_reduce/nccl/8192");
+  ASSERT_NE(above, nullptr);
+  EXPECT_EQ(above->target_text, "<= +1.00 us");
+  EXPECT_EQ(above->met, "no");  // 1.1 us above.
+  const PairRow* within = RowFor(rows, "broadcast/genesis/8192", "broadcast/nccl/8192");
+  ASSERT_NE(within, nullptr);
+  EXPECT_EQ(within->met, "yes");  // 0.7 us above.
+  const PairRow* big = RowFor(rows, "all_reduce/genesis/1048576", "all_reduce/nccl/1048576");
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(big->figure_text, "130 GB/s busbw");
+  EXPECT_DOUBLE_EQ(big->ratio, 130.4 / 136.6);
+  EXPECT_EQ(big->target_text, ">= 0.98x");
+  EXPECT_EQ(big->met, "no");
+  const std::string md = RenderReport(in, rows);
+  EXPECT_THAT(md, HasSubstr("| 9.60 us | nccl called directly | 8.50 us | 0.89x | <= +1.00 us | **no** |"));
+  EXPECT_THAT(ReportJson(in, rows).dump(), HasSubstr("\"target_text\":\"<= +1.00 us\""));
+}
+
 TEST(BenchReportTest, MarkdownTablesParse) {
   const BenchReportInput in = Input();
   const std::string md = RenderReport(in, ComputeRows(in));

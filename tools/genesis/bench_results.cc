@@ -42,8 +42,8 @@ double Cv(const std::vector<double>& v) {
 }
 
 struct Collected {
-  std::vector<double> times, rates;
-  double median_time = -1, median_rate = 0, cv = 0;
+  std::vector<double> times, rates, bus_rates;
+  double median_time = -1, median_rate = 0, median_bus_rate = 0, cv = 0;
   std::string error;
 };
 
@@ -121,11 +121,13 @@ absl::StatusOr<BenchFile> ParseBenchFile(const std::string& text, const std::str
     const double scale = UnitToNs(b.value("time_unit", std::string("ns")));
     const double time = Number(b, "real_time") * scale;
     const double rate = Number(b, "bytes_per_second");
+    const double bus_rate = Number(b, "busbw_GBps") * 1e9;
     if (b.value("run_type", std::string("iteration")) == "aggregate") {
       const std::string agg = b.value("aggregate_name", std::string());
       if (agg == "median") {
         c.median_time = time;
         c.median_rate = rate;
+        c.median_bus_rate = bus_rate;
       } else if (agg == "cv") {
         c.cv = Number(b, "real_time");
       }
@@ -133,6 +135,7 @@ absl::StatusOr<BenchFile> ParseBenchFile(const std::string& text, const std::str
     }
     c.times.push_back(time);
     c.rates.push_back(rate);
+    c.bus_rates.push_back(bus_rate);
   }
   for (const std::string& run_name : file.order) {
     const Collected& c = collected[run_name];
@@ -142,11 +145,13 @@ absl::StatusOr<BenchFile> ParseBenchFile(const std::string& text, const std::str
     if (!c.times.empty()) {
       r.time_ns = Median(c.times);
       r.bytes_per_second = Median(c.rates);
+      r.bus_bytes_per_second = Median(c.bus_rates);
       r.cv = Cv(c.times);
       r.repetitions = static_cast<int>(c.times.size());
     } else if (c.median_time >= 0) {
       r.time_ns = c.median_time;
       r.bytes_per_second = c.median_rate;
+      r.bus_bytes_per_second = c.median_bus_rate;
       r.cv = c.cv;
       r.repetitions = 1;
     } else if (r.error.empty()) {

@@ -18,6 +18,9 @@ struct BenchResult {
   std::string run_name;
   double time_ns = 0;           // Median real (or manual) time per iteration, in ns.
   double bytes_per_second = 0;  // Median; 0 when the benchmark sets none.
+  // Median of a "busbw_GBps" counter (collectives: nccl-tests' bus bandwidth), in bytes
+  // per second; 0 when the benchmark sets none.
+  double bus_bytes_per_second = 0;
   double cv = 0;                // Coefficient of variation of the time; 0 if unknown.
   int repetitions = 0;          // Measurements behind the median.
   std::string error;            // Non-empty when the benchmark failed (SkipWithError).

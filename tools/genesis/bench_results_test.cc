@@ -23,6 +23,16 @@ TEST(BenchResultsTest, MediansFromRepetitions) {
   EXPECT_TRUE(pool.error.empty());
 }
 
+TEST(BenchResultsTest, BusBandwidthCounterIsKept) {
+  const BenchFile f = ParseBenchFile(R"({"benchmarks": [
+      {"name": "all_reduce/nccl/1048576", "real_time": 11.5, "time_unit": "us",
+       "bytes_per_second": 9.1e10, "busbw_GBps": 136.6},
+      {"name": "x", "real_time": 1, "time_unit": "ns"}]})", "f.json").value();
+  EXPECT_DOUBLE_EQ(f.results.at("all_reduce/nccl/1048576").bus_bytes_per_second, 136.6e9);
+  EXPECT_DOUBLE_EQ(f.results.at("all_reduce/nccl/1048576").bytes_per_second, 9.1e10);
+  EXPECT_EQ(f.results.at("x").bus_bytes_per_second, 0);
+}
+
 TEST(BenchResultsTest, TimeUnitsBecomeNanoseconds) {
   const BenchFile f = ReadBenchFile(kRunA).value();
   EXPECT_DOUBLE_EQ(f.results.at("BM_Malloc/33554432/real_time/threads:1").time_ns, 18200);

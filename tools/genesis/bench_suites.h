@@ -47,6 +47,10 @@ struct BenchRun {
 enum class BenchMetric {
   kTime,       // Real (or manual) time per iteration; ratio = baseline / figure.
   kBandwidth,  // bytes_per_second; ratio = figure / baseline.
+  // Collectives: the "busbw_GBps" counter, nccl-tests' bus bandwidth (the algorithm's
+  // bandwidth times what each rank must move, 2(n-1)/n for all_reduce); ratio = figure /
+  // baseline.
+  kBusBandwidth,
 };
 
 struct BenchPair {
@@ -60,6 +64,9 @@ struct BenchPair {
   std::string baseline_run;
   BenchMetric metric = BenchMetric::kTime;
   double target = 0;           // Least acceptable ratio; 0: no target.
+  // kTime rows whose target is a time above the baseline instead ("within +1 us"): the
+  // most nanoseconds the figure may take beyond it; 0: none. A row has one or the other.
+  double max_extra_ns = 0;
   // Thread scaling: the target is target x min(scaling_threads, the CPUs of the machine
   // that ran it) (0: `target` as it is). A 16-thread row on 2 cores cannot show 16x.
   int scaling_threads = 0;

@@ -154,12 +154,18 @@ def format_ratio(ratio: float) -> str:
     return f"{ratio:.2f}x"
 
 
-def format_target(target: float, met: str) -> str:
-    """'>= 12x: met', '>= 4x: **missed**', or '' where the report states no target."""
-    if not target or target <= 0:
-        return ""
+def format_target(target: float, met: str, text: str = "") -> str:
+    """'>= 12x: met', '<= +1.00 us: **missed**', or '' where the report states no target.
+
+    `text` is the report's own wording of the target (summary.json's "target_text", which
+    reports before it lack); without it the target is a speed-up of at least `target`.
+    """
+    if not text:
+        if not target or target <= 0:
+            return ""
+        text = f">= {target:.3g}x"
     verdict = {"yes": "met", "no": "**missed**"}.get(met, met or "not measured")
-    return f">= {target:.3g}x: {verdict}"
+    return f"{text}: {verdict}"
 
 
 def cell(text: str) -> str:
@@ -198,7 +204,7 @@ def render_block(root: str, specs: list[RowSpec]) -> list[str]:
             cell(row.get("figure_text", "")),
             cell(f"{row.get('baseline_label', '')}: {row.get('baseline_text', '')}"),
             format_ratio(row.get("ratio", 0)),
-            format_target(row.get("target", 0), row.get("met", "")),
+            format_target(row.get("target", 0), row.get("met", ""), row.get("target_text", "")),
             f"[{spec.folder}]({report}{anchor})",
         ]
         lines.append("| " + " | ".join(cells) + " |")

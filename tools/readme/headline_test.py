@@ -334,6 +334,8 @@ class HeadlineTest(unittest.TestCase):
         self.assertEqual(headline.format_target(0.85, "yes"), ">= 0.85x: met")
         self.assertEqual(headline.format_target(12.0, "no"), ">= 12x: **missed**")
         self.assertEqual(headline.format_target(0.0, ""), "")
+        self.assertEqual(headline.format_target(0.0, "no", "<= +1.00 us"),
+                         "<= +1.00 us: **missed**")
         self.assertEqual(headline.cell("a | b"), "a \\| b")
         self.assertEqual(headline.slug("copy: memcpy / cudaMemcpy(Async)"),
                          "copy-memcpy--cudamemcpyasync")

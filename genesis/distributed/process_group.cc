@@ -155,14 +155,15 @@ absl::StatusOr<Work> ProcessGroup::AllGather(const Storage& input,
                                                    size(), ")"));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    // The output's index is put into words only when it is wrong.
     absl::StatusOr<Buffer> out = CheckedBuffer(outputs[i], "all_gather output", true);
-    absl::Status bad = out.ok() ? SameDType(in, *out, "all_gather") : absl::OkStatus();
-    if (out.ok() && bad.ok() && out->count == in.count) [[likely]] continue;
+    if (out.ok()) {
+      GENESIS_RETURN_IF_ERROR(SameDType(in, *out, "all_gather"));
+      if (out->count == in.count) [[likely]] continue;
+    }
+    // Wrong: now the output's index is put into words.
     const std::string what = absl::StrCat("all_gather output ", i);
-    GENESIS_ASSIGN_OR_RETURN(Buffer checked, CheckedBuffer(outputs[i], what, true));
-    GENESIS_RETURN_IF_ERROR(bad);
-    return CountIs(checked, in.count, what, "the input's size");
+    GENESIS_RETURN_IF_ERROR(CheckedBuffer(outputs[i], what, true).status());
+    return CountIs(*out, in.count, what, "the input's size");
   }
   storage::StorageOptions options;
   options.stream = input.stream();

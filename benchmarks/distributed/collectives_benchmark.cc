@@ -16,11 +16,12 @@
 // `genesis bench` reads. benchmarks/distributed/torch_collectives.py prints the same
 // table for torch.distributed.
 //
-// --register=0|1 turns NCCL buffer registration of the group off or on (off by default,
-// as in GroupOptions; GENESIS_NCCL_REGISTER overrides it): the operations work on slices
-// at the start of two large pool storages, so sizes up to a piece of the pool's
-// expandable segments (32 MiB) run on registered memory and larger ones unregistered.
-// Rank 0 prints the registration counters at the end. Compare two runs, one with each.
+// --register=off|auto|on chooses which of the group's operations run on buffers
+// registered with NCCL (auto by default, as in GroupOptions: all_gather from 16 MiB;
+// GENESIS_NCCL_REGISTER overrides it): the operations work on slices at the start of
+// two large pool storages, so sizes up to a piece of the pool's expandable segments run
+// on registered pool memory, and larger ones through the group's registered staging
+// area. Rank 0 prints the registration counters at the end. Compare runs with off.
 // --symmetric puts genesis's buffers in symmetric memory (one NCCL window,
 // distributed/symmetric_window.h), where NCCL runs its symmetric kernels.
 #include <algorithm>
@@ -69,9 +70,10 @@ ABSL_FLAG(bool, baseline_events, false,
           "the NCCL baseline records an event after each operation, as genesis does, to "
           "tell the event's cost from the rest of genesis's");
 ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients");
-ABSL_FLAG(bool, register, false,
-          "nccl: register the group's pool buffers with NCCL (GroupOptions::"
-          "nccl_register_buffers; GENESIS_NCCL_REGISTER overrides it)");
+ABSL_FLAG(std::string, register, "auto",
+          "nccl: which operations run on buffers registered with NCCL: off, auto (all_gather "
+          "from 16 MiB) or on (GroupOptions::nccl_registration; GENESIS_NCCL_REGISTER "
+          "overrides it)");
 ABSL_FLAG(bool, symmetric, false,
           "genesis's buffers in symmetric memory (an NCCL window: symmetric_window.h)");
 ABSL_FLAG(int, graph_ops, 0,
@@ -419,7 +421,8 @@ absl::Status Bucketed(ProcessGroup& group, RawNccl* raw, std::vector<Row>& rows)
 }
 
 // Google Benchmark's JSON layout, so that its tools and `genesis bench` read the rows.
-absl::Status WriteJson(const std::vector<Row>& rows, int n, const std::string& backend) {
+absl::Status WriteJson(const std::vector<Row>& rows, int n, const std::string& backend,
+                       std::string_view registration) {
   nlohmann::json out;
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
@@ -430,7 +433,7 @@ absl::Status WriteJson(const std::vector<Row>& rows, int n, const std::string& b
                     {"library_build_type", "release"},
                     {"ranks", n},
                     {"backend", backend},
-                    {"nccl_register", absl::GetFlag(FLAGS_register)}};
+                    {"nccl_register", std::string(registration)}};
   nlohmann::json list = nlohmann::json::array();
   for (const Row& r : rows) {
     // Bucketed rows have one size, computed at run time: their names leave it out.
@@ -466,7 +469,8 @@ absl::Status RunRank() {
   const distributed::Backend backend =
       backend_name == "gloo" ? distributed::Backend::kGloo : distributed::Backend::kNccl;
   distributed::GroupOptions options;
-  options.nccl_register_buffers = absl::GetFlag(FLAGS_register);
+  GENESIS_ASSIGN_OR_RETURN(options.nccl_registration,
+                           distributed::ParseNcclRegistration(absl::GetFlag(FLAGS_register)));
   GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
                            distributed::ProcessGroupFromEnvironment(backend, options));
   const int n = group->size();
@@ -590,7 +594,8 @@ absl::Status RunRank() {
     }
   }
   if (root && !absl::GetFlag(FLAGS_benchmark_out).empty()) {
-    GENESIS_RETURN_IF_ERROR(WriteJson(rows, n, backend_name));
+    GENESIS_RETURN_IF_ERROR(WriteJson(rows, n, backend_name,
+                                      distributed::NcclRegistrationName(group->info().nccl_registration)));
   }
   return absl::OkStatus();
 }

@@ -23,6 +23,7 @@
 #include "genesis/core/device.h"
 #include "genesis/core/dtype.h"
 #include "genesis/distributed/reduce_op.h"
+#include "genesis/distributed/registration_policy.h"
 #include "genesis/distributed/work.h"
 
 struct CUstream_st;
@@ -41,10 +42,9 @@ struct GroupInfo {
   // NCCL only: operations run on a blocking communicator (nccl/nccl_communicator.h says
   // what it trades).
   bool nccl_blocking = true;
-  // NCCL only: register buffers of the device pool's memory with NCCL
-  // (nccl/nccl_communicator.h, nccl/registration_cache.h). Off by default until it has
-  // been checked across ranks (every rank's buffers must be registered alike).
-  bool nccl_register_buffers = false;
+  // NCCL only: which operations run on buffers registered with NCCL
+  // (registration_policy.h, nccl/nccl_communicator.h).
+  NcclRegistration nccl_registration = NcclRegistration::kAuto;
   // NCCL only: the other ranks may be another NCCL client (PyTorch, CuPy) that made the
   // id: one ncclCommInitRank per rank and nothing more (no blocking copy made by
   // ncclCommSplit, which the other client would never join).

@@ -566,11 +566,12 @@ TEST(GlooGroupTest, EnvironmentErrorsNameTheVariable) {
   status = ProcessGroupFromEnvironment(Backend::kNccl, env, bad_blocking).status();
   EXPECT_TRUE(absl::StrContains(status.message(), "GENESIS_NCCL_BLOCKING='yes'")) << status;
   auto bad_register = [](std::string_view name) -> std::optional<std::string> {
-    if (name == "GENESIS_NCCL_REGISTER") return std::string("on");
+    if (name == "GENESIS_NCCL_REGISTER") return std::string("yes");
     return std::nullopt;
   };
   status = ProcessGroupFromEnvironment(Backend::kNccl, env, bad_register).status();
-  EXPECT_TRUE(absl::StrContains(status.message(), "GENESIS_NCCL_REGISTER='on' is not 0 or 1"))
+  EXPECT_TRUE(absl::StrContains(status.message(),
+                                "GENESIS_NCCL_REGISTER='yes' is not 0, 1, off, on or auto"))
       << status;
 }
 

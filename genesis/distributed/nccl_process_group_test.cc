@@ -15,6 +15,7 @@
 #include "genesis/distributed/bucketed.h"
 #include "genesis/distributed/process_group.h"
 #include "genesis/distributed/process_group_factory.h"
+#include "genesis/distributed/registration_policy.h"
 #include "genesis/distributed/testing/collective_checks.h"
 #include "genesis/memory/memory_api.h"
 #include "genesis/memory/pool_registry.h"
@@ -27,14 +28,15 @@ using storage::Storage;
 using testing::Check;
 using testing::Filled;
 
-std::unique_ptr<ProcessGroup> OneRankWorld(bool blocking = true, bool register_buffers = true) {
+std::unique_ptr<ProcessGroup> OneRankWorld(bool blocking = true,
+                                           NcclRegistration registration = NcclRegistration::kOn) {
   auto id = NewNcclUniqueId();
   EXPECT_TRUE(id.ok()) << id.status();
   if (!id.ok()) return nullptr;
   GroupOptions options;
   options.timeout = absl::Seconds(30);
   options.nccl_blocking = blocking;
-  options.nccl_register_buffers = register_buffers;
+  options.nccl_registration = registration;
   auto group = CreateNcclGroup(0, 1, Device::Cuda(0), *id, options);
   EXPECT_TRUE(group.ok()) << group.status();
   return group.ok() ? *std::move(group) : nullptr;
@@ -98,7 +100,7 @@ TEST(NcclGroupTest, OneRankNonBlockingWorldRunsEveryOperation) {
 // at capture, every replay runs them all.
 TEST(NcclGroupTest, CapturedCollectivesRunAtEveryReplay) {
   GENESIS_SKIP_WITHOUT_GPU();
-  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true, /*register_buffers=*/false);
+  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true, /*registration=*/NcclRegistration::kOff);
   ASSERT_NE(group, nullptr);
   absl::StatusOr<cuda::Stream> stream = cuda::Stream::Create(0);
   ASSERT_TRUE(stream.ok()) << stream.status();
@@ -139,7 +141,7 @@ TEST(NcclGroupTest, SplitsWorkInBothModes) {
   GENESIS_SKIP_WITHOUT_GPU();
   for (bool blocking : {true, false}) {
     SCOPED_TRACE(blocking ? "blocking operations" : "non-blocking operations");
-    std::unique_ptr<ProcessGroup> world = OneRankWorld(blocking, /*register_buffers=*/false);
+    std::unique_ptr<ProcessGroup> world = OneRankWorld(blocking, /*registration=*/NcclRegistration::kOff);
     ASSERT_NE(world, nullptr);
     EXPECT_EQ(world->info().nccl_blocking, blocking);
     auto sub = world->Split({0}, "sub");
@@ -241,7 +243,7 @@ TEST(NcclRegistrationTest, PiecesAreRegisteredOnceAndDeregisteredBeforeTheyAreUn
   GENESIS_SKIP_WITHOUT_GPU();
   std::unique_ptr<ProcessGroup> group = OneRankWorld();
   ASSERT_NE(group, nullptr);
-  EXPECT_TRUE(group->info().nccl_register_buffers);
+  EXPECT_EQ(group->info().nccl_registration, NcclRegistration::kOn);
   if (!Stats(*group).enabled) {
     GTEST_SKIP() << "cuda:0's pool has no expandable segments of exportable memory";
   }
@@ -274,13 +276,21 @@ TEST(NcclRegistrationTest, PiecesAreRegisteredOnceAndDeregisteredBeforeTheyAreUn
     EXPECT_EQ(stats.hits, 2) << stats.ToString();
     EXPECT_EQ(stats.misses, 2) << stats.ToString();
     EXPECT_EQ(stats.pieces, 2) << stats.ToString();
-    // A buffer across pieces goes unregistered, and gives the same results.
+    // A buffer across pieces cannot be registered: it is copied through the staging
+    // area (registered memory of the group's own), in and out, with the same results.
+    EXPECT_EQ(stats.staged, 0) << stats.ToString();
     auto big = Filled(kManyPieces, DType::kFloat32, Mod7, gpu);
     ASSERT_TRUE(big.ok()) << big.status();
     ASSERT_EQ(AllReduceKeeps(*group, *big, "all_reduce across pieces"), "");
     stats = Stats(*group);
     EXPECT_EQ(stats.unregistered, 1) << stats.ToString();
+    EXPECT_EQ(stats.staged, 1) << stats.ToString();
+    EXPECT_GE(stats.staging_bytes, 4 * kManyPieces) << stats.ToString();
     EXPECT_EQ(stats.misses, 2) << stats.ToString();
+    // The area is reused, and grows only for a larger need.
+    ASSERT_EQ(AllReduceKeeps(*group, *big, "all_reduce across pieces again"), "");
+    EXPECT_EQ(Stats(*group).staged, 2);
+    EXPECT_EQ(Stats(*group).staging_bytes, stats.staging_bytes);
   }
   // The storages are gone and the pool gives their memory back: each registered piece
   // is deregistered before it is unmapped.
@@ -304,15 +314,88 @@ TEST(NcclRegistrationTest, PiecesAreRegisteredOnceAndDeregisteredBeforeTheyAreUn
 TEST(NcclRegistrationTest, OffRegistersNothingAndGivesTheSameResults) {
   GENESIS_SKIP_WITHOUT_GPU();
   std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true,
-                                                     /*register_buffers=*/false);
+                                                     /*registration=*/NcclRegistration::kOff);
   ASSERT_NE(group, nullptr);
-  EXPECT_FALSE(group->info().nccl_register_buffers);
+  EXPECT_EQ(group->info().nccl_registration, NcclRegistration::kOff);
   auto s = Filled(kOnePiece, DType::kFloat32, Mod7, group->device());
   ASSERT_TRUE(s.ok()) << s.status();
   for (int i = 0; i < 2; ++i) ASSERT_EQ(AllReduceKeeps(*group, *s, "all_reduce"), "");
   const RegistrationStats stats = Stats(*group);
   EXPECT_FALSE(stats.enabled);
   EXPECT_EQ(stats.hits + stats.misses + stats.unregistered, 0) << stats.ToString();
+}
+
+// The default: only all_gather with 16 MiB of output or more runs registered; every
+// other operation runs on the communicator where nothing is registered.
+TEST(NcclRegistrationTest, AutoRegistersOnlyLargeAllGathers) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true, NcclRegistration::kAuto);
+  ASSERT_NE(group, nullptr);
+  EXPECT_EQ(group->info().nccl_registration, NcclRegistration::kAuto);
+  if (!Stats(*group).enabled) GTEST_SKIP() << "registration is off on cuda:0";
+  const Device gpu = group->device();
+  (void)memory::ReleaseCachedMemory();
+  auto s = Filled(kOnePiece, DType::kFloat32, Mod7, gpu);  // 16 MiB.
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(AllReduceKeeps(*group, *s, "all_reduce of 16 MiB"), "");
+  auto small = Filled(kMiB / 4, DType::kFloat32, Mod7, gpu);  // 1 MiB.
+  ASSERT_TRUE(small.ok()) << small.status();
+  auto small_out = storage::Zeros({kMiB / 4}, DType::kFloat32, gpu);
+  ASSERT_TRUE(small_out.ok()) << small_out.status();
+  auto g = group->AllGather(*small, *small_out);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(g->Wait().ok());
+  EXPECT_EQ(Check(*small_out, Mod7, "all_gather of 1 MiB"), "");
+  RegistrationStats stats = Stats(*group);
+  EXPECT_EQ(stats.hits + stats.misses + stats.unregistered + stats.staged, 0) << stats.ToString();
+  // 16 MiB of output: registered (input and output each in one piece, or staged).
+  auto out = storage::Zeros({kOnePiece}, DType::kFloat32, gpu);
+  ASSERT_TRUE(out.ok()) << out.status();
+  g = group->AllGather(*s, *out);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(g->Wait().ok());
+  EXPECT_EQ(Check(*out, Mod7, "all_gather of 16 MiB"), "");
+  stats = Stats(*group);
+  EXPECT_EQ(stats.hits + stats.misses + stats.unregistered, 2) << stats.ToString();
+  EXPECT_EQ(stats.staged, stats.unregistered) << stats.ToString();
+  // Across pieces: staged, and right.
+  auto big = Filled(kManyPieces, DType::kFloat32, Mod7, gpu);
+  ASSERT_TRUE(big.ok()) << big.status();
+  auto big_out = storage::Zeros({kManyPieces}, DType::kFloat32, gpu);
+  ASSERT_TRUE(big_out.ok()) << big_out.status();
+  g = group->AllGather(*big, *big_out);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(g->Wait().ok());
+  EXPECT_EQ(Check(*big_out, Mod7, "all_gather of 64 MiB"), "");
+  stats = Stats(*group);
+  EXPECT_EQ(stats.hits + stats.misses + stats.unregistered, 4) << stats.ToString();
+  EXPECT_GE(stats.staged, 2) << stats.ToString();
+  EXPECT_EQ(stats.staged, stats.unregistered) << stats.ToString();
+  // A reduce_scatter on the same registered memory stays unregistered.
+  auto rs = group->ReduceScatter(*s, *out, ReduceOp::kSum);
+  ASSERT_TRUE(rs.ok()) << rs.status();
+  ASSERT_TRUE(rs->Wait().ok());
+  EXPECT_EQ(Check(*out, Mod7, "reduce_scatter"), "");
+  EXPECT_EQ(Stats(*group).hits + Stats(*group).misses + Stats(*group).unregistered, 4);
+}
+
+// kAuto's registered communicator shares the blocking one's resources: a group whose
+// operations run on the non-blocking communicator runs them all unregistered.
+TEST(NcclRegistrationTest, AutoStaysOffWhereOperationsRunNonBlocking) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/false, NcclRegistration::kAuto);
+  ASSERT_NE(group, nullptr);
+  auto s = Filled(kOnePiece, DType::kFloat32, Mod7, group->device());
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto out = storage::Zeros({kOnePiece}, DType::kFloat32, group->device());
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto g = group->AllGather(*s, *out);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(g->Wait().ok());
+  EXPECT_EQ(Check(*out, Mod7, "all_gather of 16 MiB"), "");
+  const RegistrationStats stats = Stats(*group);
+  EXPECT_FALSE(stats.enabled);
+  EXPECT_EQ(stats.hits + stats.misses + stats.unregistered + stats.staged, 0) << stats.ToString();
 }
 
 TEST(NcclRegistrationTest, EveryCommunicatorDeregistersItsOwnPieces) {
@@ -323,7 +406,7 @@ TEST(NcclRegistrationTest, EveryCommunicatorDeregistersItsOwnPieces) {
   auto sub = world->Split({0}, "sub");
   ASSERT_TRUE(sub.ok()) << sub.status();
   ASSERT_NE(*sub, nullptr);
-  EXPECT_TRUE((*sub)->info().nccl_register_buffers);
+  EXPECT_EQ((*sub)->info().nccl_registration, NcclRegistration::kOn);
   (void)memory::ReleaseCachedMemory();
   {
     auto s = Filled(kOnePiece, DType::kFloat32, Mod7, world->device());

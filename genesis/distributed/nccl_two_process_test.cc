@@ -13,6 +13,11 @@
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/stream.h"
 #include "genesis/distributed/process_group_factory.h"
+#include "genesis/distributed/registration_policy.h"
+#ifdef GENESIS_TEST_CUDA_MEMORY
+#include "genesis/memory/cuda_virtual_memory.h"
+#include "genesis/memory/pool_registry.h"
+#endif
 #include "genesis/distributed/reducer.h"
 #include "genesis/distributed/symmetric_window.h"
 #include "genesis/distributed/testing/collective_checks.h"
@@ -42,10 +47,12 @@ absl::Duration Scaled(absl::Duration d) {
 }
 
 // Runs body(group) on 2 ranks of a fresh NCCL group (rank r on cuda:r) whose timeout is
-// Scaled(timeout); `blocking`: GroupOptions::nccl_blocking.
+// Scaled(timeout); `blocking`: GroupOptions::nccl_blocking; `registration`:
+// GroupOptions::nccl_registration.
 std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>& body,
                                  absl::Duration timeout = absl::Seconds(60),
-                                 bool blocking = true) {
+                                 bool blocking = true,
+                                 NcclRegistration registration = NcclRegistration::kAuto) {
   const std::string dir = testing::FreshDirectory("nccl-store");
   return testing::RunRanks(2, Scaled(absl::Seconds(180)), [&](int rank) -> std::string {
     if (cuda::DeviceCount() < 2) {
@@ -56,6 +63,7 @@ std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>
     GroupOptions options;
     options.timeout = Scaled(timeout);
     options.nccl_blocking = blocking;
+    options.nccl_registration = registration;
     auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
     if (!group.ok()) return std::string(group.status().ToString());
     return body(**group);
@@ -69,8 +77,7 @@ void ExpectAllOk(const std::vector<RankOutcome>& outcomes) {
   for (const RankOutcome& o : outcomes) EXPECT_TRUE(o.ok()) << o.Describe();
 }
 
-TEST(NcclTwoProcessTest, EveryOperation) {
-  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+std::string EveryOperation(ProcessGroup& group) {
     const int r = group.rank();
     const int n = group.size();
     const Device gpu = group.device();
@@ -121,8 +128,117 @@ TEST(NcclTwoProcessTest, EveryOperation) {
     GENESIS_ASSIGN_OR_TEXT(sub, group.Split({1}, "one"));
     if ((sub != nullptr) != (r == 1)) return std::string("wrong sub-group membership");
     return std::string();
+}
+
+TEST(NcclTwoProcessTest, EveryOperation) { ExpectAllOk(RunNccl(EveryOperation)); }
+
+// Every operation registered (kOn): buffers in one piece of the pool are registered,
+// the others copied through the staging area, alike on both ranks' side of NCCL.
+TEST(NcclTwoProcessTest, EveryOperationRegistered) {
+  ExpectAllOk(RunNccl(EveryOperation, absl::Seconds(60), /*blocking=*/true,
+                      NcclRegistration::kOn));
+}
+
+#ifdef GENESIS_TEST_CUDA_MEMORY
+// Where each piece of the device pool's expandable segments starts, over
+// [start, start + bytes).
+std::vector<memory::Piece> PiecesOf(const memory::CudaVirtualMemory& vm, const void* start,
+                                    size_t bytes) {
+  std::vector<memory::Piece> pieces;
+  const auto begin = reinterpret_cast<uintptr_t>(start);
+  for (uintptr_t p = begin; p < begin + bytes;) {
+    std::optional<memory::Piece> piece = vm.PieceContaining(reinterpret_cast<void*>(p));
+    if (!piece.has_value()) break;
+    pieces.push_back(*piece);
+    p = piece->end();
+  }
+  return pieces;
+}
+
+bool InOnePiece(const memory::CudaVirtualMemory& vm, const Storage& s) {
+  const std::optional<memory::Piece> piece = vm.PieceContaining(s.data_ptr());
+  return piece.has_value() &&
+         reinterpret_cast<uintptr_t>(s.data_ptr()) + s.nbytes() <= piece->end();
+}
+
+// Registration by default (kAuto) where the ranks' pools place the buffers of one
+// all_gather differently: one rank's 16 MiB output lies across two pieces of its pool,
+// the other's inside one, then the other way round. The first rank copies its output
+// through its staging area, the second works in place: both run the operation
+// registered, and both get every rank's part. Operations the policy leaves
+// unregistered then run on the same memory (registered on one rank) and stay right.
+TEST(NcclTwoProcessTest, RanksWhosePoolsPlaceBuffersDifferentlyAgree) {
+  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    const Device gpu = group.device();
+    GENESIS_ASSIGN_OR_TEXT(vm, memory::DeviceVirtualMemory(gpu.index()));
+    if (vm == nullptr) return absl::StrCat(kSkip, "the device pool has no expandable segments");
+    GENESIS_ASSIGN_OR_TEXT(before, NcclBufferRegistration(group));
+    if (!before.enabled) return absl::StrCat(kSkip, "registration is off: ", before.ToString());
+    constexpr int64_t kHalf = int64_t{2} << 20;    // Floats per rank: 8 MiB; output 16 MiB.
+    constexpr int64_t kArena = int64_t{32} << 20;  // 128 MiB of floats.
+    GENESIS_ASSIGN_OR_TEXT(arena, storage::Zeros({kArena}, DType::kFloat32, gpu));
+    // A piece boundary with 8 MiB of the arena on each side, and a piece of at least
+    // 16 MiB inside it (in floats from the arena's start).
+    const auto base = static_cast<int64_t>(reinterpret_cast<uintptr_t>(arena.data_ptr()));
+    const auto size = static_cast<int64_t>(arena.nbytes());
+    int64_t across = -1, inside = -1;
+    for (const memory::Piece& piece : PiecesOf(*vm, arena.data_ptr(), arena.nbytes())) {
+      const int64_t start = static_cast<int64_t>(piece.start) - base;
+      const int64_t end = static_cast<int64_t>(piece.end()) - base;
+      if (inside < 0 && start >= 0 && end - start >= 8 * kHalf && end <= size) inside = start / 4;
+      if (across < 0 && end >= 4 * kHalf && end + 4 * kHalf <= size) across = end / 4 - kHalf;
+    }
+    // Both ranks go through every operation whatever they find, so that a rank that
+    // fails a check never leaves the other waiting; the problems are reported at the end.
+    std::string problems;
+    if (across < 0 || inside < 0) {
+      absl::StrAppend(&problems, "no piece layout to test in 128 MiB of pool memory (across ",
+                      across, ", inside ", inside, "); ");
+      across = inside = 0;
+    }
+    GENESIS_ASSIGN_OR_TEXT(in, Filled(kHalf, DType::kFloat32, [&](int64_t i) { return r * 1000 + i % 1000; }, gpu));
+    auto gathered = [&](int64_t i) { return (i / kHalf) * 1000 + (i % kHalf) % 1000; };
+    int64_t staged = before.staged;
+    for (int round = 0; round < 2; ++round) {
+      const bool spread = (r + round) % 2 == 0;  // Rank 0 first, then rank 1.
+      const int64_t at = spread ? across : inside;
+      GENESIS_ASSIGN_OR_TEXT(out, arena.Slice(0, at, at + 2 * kHalf));
+      if (InOnePiece(*vm, out) == spread) {
+        absl::StrAppend(&problems, "round ", round, ": the output is ",
+                        spread ? "in one piece; " : "across pieces; ");
+      }
+      GENESIS_ASSIGN_OR_TEXT(g, group.AllGather(in, out));
+      GENESIS_RETURN_IF_BAD(g.Wait());
+      absl::StrAppend(&problems, Check(out, gathered, absl::StrCat("all_gather, round ", round)));
+      GENESIS_ASSIGN_OR_TEXT(stats, NcclBufferRegistration(group));
+      staged += (InOnePiece(*vm, in) ? 0 : 1) + (spread ? 1 : 0);
+      if (stats.staged != staged) {
+        absl::StrAppend(&problems, "round ", round, ": ", stats.staged,
+                        " buffers staged, expected ", staged, " (", stats.ToString(), "); ");
+      }
+      // Unregistered operations on the same memory: reduce_scatter and all_reduce.
+      GENESIS_ASSIGN_OR_TEXT(part, arena.Slice(0, inside + 2 * kHalf, inside + 3 * kHalf));
+      GENESIS_ASSIGN_OR_TEXT(rs, group.ReduceScatter(out, part, ReduceOp::kSum));
+      GENESIS_RETURN_IF_BAD(rs.Wait());
+      absl::StrAppend(&problems,
+                      Check(part, [&](int64_t i) { return 2 * gathered(r * kHalf + i); },
+                            absl::StrCat("reduce_scatter, round ", round)));
+      GENESIS_ASSIGN_OR_TEXT(ar, group.AllReduce(out, ReduceOp::kMax));
+      GENESIS_RETURN_IF_BAD(ar.Wait());
+      absl::StrAppend(&problems, Check(out, gathered, absl::StrCat("all_reduce, round ", round)));
+      GENESIS_ASSIGN_OR_TEXT(after, NcclBufferRegistration(group));
+      if (after.staged != stats.staged || after.hits + after.misses + after.unregistered !=
+                                              stats.hits + stats.misses + stats.unregistered) {
+        absl::StrAppend(&problems, "round ", round,
+                        ": unregistered operations touched the registration: ",
+                        after.ToString(), "; ");
+      }
+    }
+    return problems;
   }));
 }
+#endif  // GENESIS_TEST_CUDA_MEMORY
 
 // The Reducer on GPUs: gradients on a stream of their own, separate storages (packed
 // buckets) and views of one buffer (in place), marked while later "layers" still run,

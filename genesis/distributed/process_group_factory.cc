@@ -40,7 +40,7 @@ GroupInfo Info(const std::string& backend, int rank, int size, Device device,
   info.device = device;
   info.timeout = options.timeout;
   info.nccl_blocking = options.nccl_blocking;
-  info.nccl_register_buffers = options.nccl_register_buffers;
+  info.nccl_registration = options.nccl_registration;
   info.nccl_interop = options.nccl_interop;
   return info;
 }
@@ -77,9 +77,14 @@ absl::StatusOr<GroupOptions> WithEnvironment(GroupOptions options, const EnvLook
   GENESIS_ASSIGN_OR_RETURN(std::optional<bool> blocking,
                            EnvSwitch(lookup, "GENESIS_NCCL_BLOCKING"));
   if (blocking.has_value()) options.nccl_blocking = *blocking;
-  GENESIS_ASSIGN_OR_RETURN(std::optional<bool> register_buffers,
-                           EnvSwitch(lookup, "GENESIS_NCCL_REGISTER"));
-  if (register_buffers.has_value()) options.nccl_register_buffers = *register_buffers;
+  if (std::optional<std::string> value = lookup("GENESIS_NCCL_REGISTER")) {
+    absl::StatusOr<NcclRegistration> mode = ParseNcclRegistration(*value);
+    if (!mode.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "environment variable GENESIS_NCCL_REGISTER='", *value, "' is not 0, 1, off, on or auto"));
+    }
+    options.nccl_registration = *mode;
+  }
   return options;
 }
 

@@ -21,8 +21,8 @@
 //    (Store::File's `shared`): the first finding none alive clears what an earlier job
 //    with the same key left, and the last to destroy its world group removes it.
 // GENESIS_DISTRIBUTED_TIMEOUT (seconds) overrides GroupOptions::timeout,
-// GENESIS_NCCL_BLOCKING=0|1 nccl_blocking and GENESIS_NCCL_REGISTER=0|1
-// nccl_register_buffers. A group that cannot form fails on every rank within the
+// GENESIS_NCCL_BLOCKING=0|1 nccl_blocking and GENESIS_NCCL_REGISTER=0|1|auto
+// nccl_registration. A group that cannot form fails on every rank within the
 // timeout, naming what it waited for (the ranks missing from the store, or the NCCL
 // bootstrap root's address).
 //
@@ -60,13 +60,14 @@ struct GroupOptions {
   // more per operation across ranks (nccl/nccl_communicator.h).
   // GENESIS_NCCL_BLOCKING=0|1 sets it from the environment.
   bool nccl_blocking = true;
-  // NCCL: register buffers that lie in one piece of the device pool's expandable
-  // segments with NCCL, which then works on them in place (nccl/nccl_communicator.h
-  // says when NCCL uses them and what every rank must agree on). Without effect where
-  // the pool has no such memory. GENESIS_NCCL_REGISTER=0|1 sets it from the environment.
-  // Off by default: NCCL needs every rank's buffers of an operation registered alike, and
-  // that has not been checked across ranks yet.
-  bool nccl_register_buffers = false;
+  // NCCL: which operations run on buffers registered with NCCL, which then works on
+  // them in place instead of copying them through its own buffers
+  // (registration_policy.h). kAuto: all_gather from 16 MiB, where it was measured
+  // faster; kOn: every operation; kOff: none. Every rank must choose the same (as for
+  // every option here); the ranks' buffers of an operation are then registered alike
+  // wherever their pools placed them (nccl/nccl_communicator.h says how).
+  // GENESIS_NCCL_REGISTER=0|1|off|on|auto sets it from the environment.
+  NcclRegistration nccl_registration = NcclRegistration::kAuto;
   // NCCL: the group's other ranks may belong to another NCCL client (PyTorch, CuPy)
   // that made the unique id. Then each rank makes exactly one communicator, as that
   // client does, and operations run on the non-blocking one (bounded by the timeout,

@@ -30,6 +30,8 @@
 #include "genesis/distributed/internal/group_health.h"
 #include "genesis/distributed/internal/work_state.h"
 #include "genesis/distributed/nccl/registration_cache.h"
+#include "genesis/distributed/nccl/staging_plan.h"
+#include "genesis/distributed/registration_policy.h"
 #include "genesis/memory/cuda_virtual_memory.h"
 #include "genesis/memory/pool_registry.h"
 
@@ -128,6 +130,18 @@ struct OpSummary {
   }
 };
 
+// A buffer of an operation and what the operation does with it. A registered
+// operation may find its operands pointed at staging slots (Issue), so the calls that
+// operations issue read the addresses from here.
+struct Operand {
+  Operand(const Buffer& b, bool read, bool written)
+      : data(b.data), bytes(b.bytes()), read(read), written(written) {}
+  void* data;
+  size_t bytes;
+  bool read;
+  bool written;
+};
+
 // The NCCL communicator itself, shared by the group and its works (which may outlive
 // the group): destroyed when the last of them goes.
 struct Comm {
@@ -139,7 +153,10 @@ struct Comm {
       vm->RemovePieceListener(registrations.get());
       registrations->DeregisterAll();
     }
+    FreeStaging();
+    if (staging.done != nullptr) cudaEventDestroy(staging.done);
     for (cudaEvent_t e : free_events) cudaEventDestroy(e);
+    if (reg_comm != comm) Close(reg_comm);
     if (comm != control) Close(comm);
     Close(control);
   }
@@ -189,6 +206,10 @@ struct Comm {
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 1;
+    // The registered communicator of kAuto (SetUpRegistration) is split from this one
+    // and shares its channels, buffers and streams: no second set of NCCL's buffers,
+    // and NCCL orders the two communicators' kernels as one's.
+    config.splitShare = info.nccl_registration == NcclRegistration::kAuto ? 1 : 0;
     GENESIS_RETURN_IF_ERROR(Split(control, 0, &comm, config));
     if (comm == nullptr) return absl::InternalError("ncclCommSplit made no communicator");
     return absl::OkStatus();
@@ -203,52 +224,164 @@ struct Comm {
     return WaitAsync(parent, "ncclCommSplit");
   }
 
-  // The result of a call issued on the communicator: OK once it has been queued.
-  absl::Status Issued(ncclResult_t result, std::string_view call) {
+  // The result of a call issued on `c`: OK once it has been queued.
+  absl::Status Issued(ncclComm_t c, ncclResult_t result, std::string_view call) {
     if (result == ncclSuccess) return absl::OkStatus();
-    if (result == ncclInProgress) return WaitAsync(comm, call);
-    return NcclError(result, call, comm);
+    if (result == ncclInProgress) return WaitAsync(c, call);
+    return NcclError(result, call, c);
   }
 
-  // Turns buffer registration on where the group asks for it and the device pool's
-  // memory allows it (nccl_communicator.h). Call once, before the first operation.
-  void SetUpRegistration() {
-    if (!info.nccl_register_buffers) return;
+  // Sets up what the group's registration policy needs (nccl_communicator.h): the
+  // communicator of registered operations and, where the device pool's memory allows
+  // it, the cache that registers its pieces. Every rank calls it once, before the
+  // first operation; under kAuto it splits `comm`, so every rank must.
+  absl::Status SetUpRegistration() {
+    NcclRegistration mode = info.nccl_registration;
     int version = 0;
-    if (ncclGetVersion(&version) != ncclSuccess || version < 21900) return;  // 2.19
+    // Another client's ranks (interop) register nothing; 2.19 brought local registration.
+    // kAuto's communicator shares the blocking operations communicator's resources; where
+    // operations run on the non-blocking control communicator (nccl_blocking off), whose
+    // every call is bounded, it is not made (a non-blocking split of its own would add a
+    // second set of NCCL's buffers, and an abort that waits for it).
+    if (info.nccl_interop || ncclGetVersion(&version) != ncclSuccess || version < 21900 ||
+        (mode == NcclRegistration::kAuto && comm == control)) {
+      mode = NcclRegistration::kOff;
+    }
+    if (mode == NcclRegistration::kOff) return absl::OkStatus();
+    if (mode == NcclRegistration::kOn) {
+      reg_comm = comm;
+    } else {
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.blocking = 1;
+      std::lock_guard<std::mutex> lock(mu);
+      GENESIS_RETURN_IF_ERROR(Split(comm, 0, &reg_comm, config));
+      if (reg_comm == nullptr) return absl::InternalError("ncclCommSplit made no communicator");
+    }
+    registering = true;
     absl::StatusOr<memory::CudaVirtualMemory*> found =
         memory::DeviceVirtualMemory(info.device.index());
-    if (!found.ok() || *found == nullptr || !(*found)->exportable()) return;
+    // Without exportable pool memory every buffer of a registered operation is staged.
+    if (!found.ok() || *found == nullptr || !(*found)->exportable()) return absl::OkStatus();
     vm = *found;
     registrations = std::make_unique<RegistrationCache>(
         [vm = vm](const void* p) { return vm->PieceContaining(p); },
         [this](const memory::Piece& piece) -> absl::StatusOr<void*> {
-          std::lock_guard<std::mutex> lock(mu);
-          if (comm == nullptr || health.failed()) {
-            return absl::FailedPreconditionError("the communicator is unusable");
-          }
-          void* handle = nullptr;
-          GENESIS_RETURN_IF_ERROR(Issued(
-              ncclCommRegister(comm, reinterpret_cast<void*>(piece.start), piece.size, &handle),
-              "ncclCommRegister"));
-          return handle;
+          return RegisterRange(reinterpret_cast<void*>(piece.start), piece.size);
         },
-        [this](void* handle) {
-          std::lock_guard<std::mutex> lock(mu);
-          // An aborted communicator took its registrations with it; NCCL hands out no
-          // handle when NCCL_LOCAL_REGISTER=0.
-          if (comm == nullptr || health.failed() || handle == nullptr) return;
-          (void)Issued(ncclCommDeregister(comm, handle), "ncclCommDeregister");
-        });
+        [this](void* handle) { DeregisterHandle(handle); });
     vm->AddPieceListener(registrations.get());
+    return absl::OkStatus();
   }
 
-  // Registers the pieces of `buffers` that need it (nothing when registration is off).
-  void PrepareBuffers(absl::Span<const Buffer> buffers) {
-    if (registrations == nullptr) return;
-    for (const Buffer& b : buffers) {
-      if (b.data != nullptr && b.count != 0) registrations->Prepare(b.data, b.bytes());
+  // ncclCommRegister of [data, data + bytes) with `reg_comm`; its handle.
+  absl::StatusOr<void*> RegisterRange(void* data, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (reg_comm == nullptr || health.failed()) {
+      return absl::FailedPreconditionError("the communicator is unusable");
     }
+    void* handle = nullptr;
+    GENESIS_RETURN_IF_ERROR(
+        Issued(reg_comm, ncclCommRegister(reg_comm, data, bytes, &handle), "ncclCommRegister"));
+    return handle;
+  }
+
+  // ncclCommDeregister of a handle RegisterRange gave.
+  void DeregisterHandle(void* handle) {
+    std::lock_guard<std::mutex> lock(mu);
+    // An aborted communicator took its registrations with it; NCCL hands out no
+    // handle when NCCL_LOCAL_REGISTER=0.
+    if (reg_comm == nullptr || health.failed() || handle == nullptr) return;
+    (void)Issued(reg_comm, ncclCommDeregister(reg_comm, handle), "ncclCommDeregister");
+  }
+
+  // Whether `op` of `bytes` runs registered (registration_policy.h): the same answer
+  // on every rank.
+  bool RunsRegistered(NcclOperation op, size_t bytes) const {
+    return registering && distributed::RunsRegistered(info.nccl_registration, op, bytes);
+  }
+
+  // Before a registered operation on `stream`: makes the staging area large enough for
+  // `plan`, orders the operation after the area's last use on another stream, copies in
+  // what the operation reads and points the operands at their slots. Needs staging_mu.
+  absl::Status StageIn(const StagingPlan& plan, absl::Span<const StagedBuffer> originals,
+                       absl::Span<void** const> addresses, CUstream_st* stream) {
+    GENESIS_RETURN_IF_ERROR(GrowStaging(plan.bytes));
+    if (staging.last_stream != stream && staging.last_stream != nullptr) {
+      GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, staging.done, 0));
+    }
+    for (const StagingSlot& slot : plan.slots) {
+      char* at = static_cast<char*>(staging.data) + slot.offset;
+      const StagedBuffer& b = originals[slot.buffer];
+      if (slot.copy_in) {
+        GENESIS_CUDA_RETURN_IF_ERROR(
+            cudaMemcpyAsync(at, b.data, b.bytes, cudaMemcpyDeviceToDevice, stream));
+      }
+      *addresses[slot.buffer] = at;
+    }
+    staged.fetch_add(static_cast<int64_t>(plan.slots.size()), std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
+
+  // After the operation: copies out what it wrote and marks the area's last use.
+  // Needs staging_mu.
+  absl::Status StageOut(const StagingPlan& plan, absl::Span<const StagedBuffer> originals,
+                        CUstream_st* stream) {
+    for (const StagingSlot& slot : plan.slots) {
+      if (!slot.copy_out) continue;
+      const StagedBuffer& b = originals[slot.buffer];
+      GENESIS_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(const_cast<void*>(b.data), static_cast<char*>(staging.data) + slot.offset,
+                          b.bytes, cudaMemcpyDeviceToDevice, stream));
+    }
+    GENESIS_CUDA_RETURN_IF_ERROR(cudaEventRecord(staging.done, stream));
+    staging.last_stream = stream;
+    return absl::OkStatus();
+  }
+
+  // Replaces the staging area by one of at least `bytes` (twice the old, in whole
+  // 2 MiB), from ncclMemAlloc (one physical allocation, so NCCL can register it) and
+  // registered with `reg_comm`. The old one goes once its last operation has finished.
+  // Needs staging_mu.
+  absl::Status GrowStaging(size_t bytes) {
+    if (bytes <= staging.bytes) return absl::OkStatus();
+    if (staging.done == nullptr) {
+      GENESIS_CUDA_RETURN_IF_ERROR(
+          cudaEventCreateWithFlags(&staging.done, cudaEventDisableTiming));
+    }
+    GENESIS_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(staging.done));
+    FreeStaging();
+    constexpr size_t kStep = size_t{2} << 20;
+    const size_t size = (std::max(bytes, 2 * staging_high) + kStep - 1) / kStep * kStep;
+    void* data = nullptr;
+    const ncclResult_t allocated = ncclMemAlloc(&data, size);
+    if (allocated != ncclSuccess) {
+      absl::Status error = NcclError(allocated, "ncclMemAlloc", nullptr);
+      return absl::Status(allocated == ncclUnhandledCudaError ? absl::StatusCode::kResourceExhausted
+                                                              : error.code(),
+                          absl::StrCat("a staging area of ", size, " bytes for buffers that "
+                                       "cannot be registered: ", error.message()));
+    }
+    absl::StatusOr<void*> handle = RegisterRange(data, size);
+    if (!handle.ok()) {
+      (void)ncclMemFree(data);
+      return handle.status();
+    }
+    staging.data = data;
+    staging.bytes = size;
+    staging.handle = *handle;
+    staging_high = size;
+    return absl::OkStatus();
+  }
+
+  // Deregisters and frees the staging area (its operations have finished).
+  void FreeStaging() {
+    if (staging.data == nullptr) return;
+    DeregisterHandle(staging.handle);
+    (void)ncclMemFree(staging.data);
+    staging.data = nullptr;
+    staging.bytes = 0;
+    staging.handle = nullptr;
+    staging.last_stream = nullptr;
   }
 
   // Makes the group unusable with `why` and stops its kernels. The operations'
@@ -260,8 +393,10 @@ struct Comm {
   void Fail(const absl::Status& why) {
     if (health.Fail(why)) {
       std::lock_guard<std::mutex> lock(mu);
+      if (reg_comm != nullptr && reg_comm != comm) ncclCommAbort(reg_comm);
       if (comm != nullptr && comm != control) ncclCommAbort(comm);
       if (control != nullptr) ncclCommAbort(control);
+      reg_comm = nullptr;
       comm = nullptr;
       control = nullptr;
     }
@@ -301,10 +436,30 @@ struct Comm {
   // Events are reused: creating one per operation costs more than a small collective.
   std::mutex events_mu;
   std::vector<cudaEvent_t> free_events;
-  // Buffer registration (SetUpRegistration); both null when it is off. The cache's
-  // functions take `mu`, so it is taken after the cache's lock, never before.
+  // Registered operations run on `reg_comm` (SetUpRegistration): null when registration
+  // is off, `comm` itself under kOn, split from `comm` under kAuto, so that only the
+  // operations the policy names ever meet a registration. Under `mu` like `comm`.
+  ncclComm_t reg_comm = nullptr;
+  bool registering = false;  // Set once, before the first operation: reg_comm was made.
+  // The pieces registered with `reg_comm`; null where the pool's memory cannot be
+  // (then every buffer of a registered operation is staged). The cache's functions take
+  // `mu`, so it is taken after the cache's lock, never before.
   memory::CudaVirtualMemory* vm = nullptr;
   std::unique_ptr<RegistrationCache> registrations;
+  // Registered memory of the communicator's own for buffers that cannot be registered
+  // (staging_plan.h). Taken before `mu`, never after: an operation holds it from its
+  // copies in to its copies out.
+  struct StagingArea {
+    void* data = nullptr;
+    size_t bytes = 0;
+    void* handle = nullptr;            // Its registration with `reg_comm`.
+    cudaEvent_t done = nullptr;        // Recorded after its last operation,
+    CUstream_st* last_stream = nullptr;  // on this stream.
+  };
+  std::mutex staging_mu;
+  StagingArea staging;
+  size_t staging_high = 0;  // The largest area so far (areas grow by doubling).
+  std::atomic<int64_t> staged{0};
 };
 
 // An operation in flight: done when its event has completed; failed when NCCL reports
@@ -354,11 +509,14 @@ class NcclWorkState final : public WorkState {
     absl::Status error;
     {
       std::lock_guard<std::mutex> lock(comm_->mu);
-      ncclResult_t state = ncclSuccess;
-      if (comm_->comm != nullptr && ncclCommGetAsyncError(comm_->comm, &state) == ncclSuccess &&
-          state != ncclSuccess && state != ncclInProgress) {
-        error = absl::UnavailableError(absl::StrCat(description(), " failed: ",
-                                                    ncclGetErrorString(state)));
+      ncclComm_t registered = comm_->reg_comm != comm_->comm ? comm_->reg_comm : nullptr;
+      for (ncclComm_t c : {comm_->comm, registered}) {
+        ncclResult_t state = ncclSuccess;
+        if (c != nullptr && error.ok() && ncclCommGetAsyncError(c, &state) == ncclSuccess &&
+            state != ncclSuccess && state != ncclInProgress) {
+          error = absl::UnavailableError(absl::StrCat(description(), " failed: ",
+                                                      ncclGetErrorString(state)));
+        }
       }
     }
     if (error.ok() && PastDeadline()) {
@@ -484,56 +642,71 @@ class NcclCommunicator final : public Communicator {
 
   absl::StatusOr<Work> AllReduce(const Buffer& b, ReduceOp op) override {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
-    return Issue(OpSummary("all_reduce", b, op),
-                 b.stream, {b}, [&](ncclComm_t c) {
-                   return ncclAllReduce(b.data, b.data, b.count, type, NcclOp(op), c, b.stream);
+    Operand x[] = {{b, true, true}};
+    return Issue(OpSummary("all_reduce", b, op), b.stream, x,
+                 comm_->RunsRegistered(NcclOperation::kAllReduce, b.bytes()),
+                 [&](ncclComm_t c) {
+                   return ncclAllReduce(x[0].data, x[0].data, b.count, type, NcclOp(op), c,
+                                        b.stream);
                  });
   }
 
   absl::StatusOr<Work> Broadcast(const Buffer& b, int root) override {
-    return Issue(OpSummary("broadcast", b, std::nullopt, " from rank ", root),
-                 b.stream, {b}, [&](ncclComm_t c) {
-                   return ncclBroadcast(b.data, b.data, b.bytes(), ncclUint8, root, c, b.stream);
+    Operand x[] = {{b, true, true}};
+    return Issue(OpSummary("broadcast", b, std::nullopt, " from rank ", root), b.stream, x,
+                 comm_->RunsRegistered(NcclOperation::kBroadcast, b.bytes()),
+                 [&](ncclComm_t c) {
+                   return ncclBroadcast(x[0].data, x[0].data, b.bytes(), ncclUint8, root, c,
+                                        b.stream);
                  });
   }
 
   absl::StatusOr<Work> Reduce(const Buffer& b, int root, ReduceOp op) override {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
-    return Issue(OpSummary("reduce", b, op, " to rank ", root),
-                 b.stream, {b}, [&](ncclComm_t c) {
-                   return ncclReduce(b.data, b.data, b.count, type, NcclOp(op), root, c,
+    Operand x[] = {{b, true, true}};
+    return Issue(OpSummary("reduce", b, op, " to rank ", root), b.stream, x,
+                 comm_->RunsRegistered(NcclOperation::kReduce, b.bytes()),
+                 [&](ncclComm_t c) {
+                   return ncclReduce(x[0].data, x[0].data, b.count, type, NcclOp(op), root, c,
                                      b.stream);
                  });
   }
 
   absl::StatusOr<Work> AllGather(const Buffer& in, const Buffer& out) override {
-    return Issue(OpSummary("all_gather", in), in.stream, {in, out},
+    Operand x[] = {{in, true, false}, {out, false, true}};
+    return Issue(OpSummary("all_gather", in), in.stream, x,
+                 comm_->RunsRegistered(NcclOperation::kAllGather, out.bytes()),
                  [&](ncclComm_t c) {
-                   return ncclAllGather(in.data, out.data, in.bytes(), ncclUint8, c, in.stream);
+                   return ncclAllGather(x[0].data, x[1].data, in.bytes(), ncclUint8, c,
+                                        in.stream);
                  });
   }
 
   absl::StatusOr<Work> ReduceScatter(const Buffer& in, const Buffer& out,
                                      ReduceOp op) override {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(in.dtype));
-    return Issue(OpSummary("reduce_scatter", in, op),
-                 in.stream, {in, out}, [&](ncclComm_t c) {
-                   return ncclReduceScatter(in.data, out.data, out.count, type, NcclOp(op), c,
-                                            in.stream);
+    Operand x[] = {{in, true, false}, {out, false, true}};
+    return Issue(OpSummary("reduce_scatter", in, op), in.stream, x,
+                 comm_->RunsRegistered(NcclOperation::kReduceScatter, in.bytes()),
+                 [&](ncclComm_t c) {
+                   return ncclReduceScatter(x[0].data, x[1].data, out.count, type, NcclOp(op),
+                                            c, in.stream);
                  });
   }
 
   absl::StatusOr<Work> AllToAll(const Buffer& in, const Buffer& out) override {
     const int n = comm_->info.size;
     const size_t chunk = in.bytes() / n;
-    return Issue(OpSummary("all_to_all", in), in.stream, {in, out},
+    Operand x[] = {{in, true, false}, {out, false, true}};
+    return Issue(OpSummary("all_to_all", in), in.stream, x,
+                 comm_->RunsRegistered(NcclOperation::kAllToAll, in.bytes()),
                  [&](ncclComm_t c) {
                    ncclResult_t r = ncclGroupStart();
                    for (int peer = 0; peer < n && r == ncclSuccess; ++peer) {
-                     r = ncclSend(static_cast<char*>(in.data) + peer * chunk, chunk, ncclUint8,
-                                  peer, c, in.stream);
+                     r = ncclSend(static_cast<char*>(x[0].data) + peer * chunk, chunk,
+                                  ncclUint8, peer, c, in.stream);
                      if (r == ncclSuccess) {
-                       r = ncclRecv(static_cast<char*>(out.data) + peer * chunk, chunk,
+                       r = ncclRecv(static_cast<char*>(x[1].data) + peer * chunk, chunk,
                                     ncclUint8, peer, c, in.stream);
                      }
                    }
@@ -552,25 +725,33 @@ class NcclCommunicator final : public Communicator {
       what.batch.assign(ops.begin(), ops.end());
     }
     CUstream_st* stream = ops.front().buffer.stream;
+    size_t largest = 0;
     for (const PeerOp& op : ops) {
       if (op.buffer.stream != stream) {
         return absl::InvalidArgumentError(
             "a batch of sends and receives must use storages of one stream");
       }
+      largest = std::max(largest, op.buffer.bytes());
     }
-    absl::InlinedVector<Buffer, 4> buffers;
-    for (const PeerOp& op : ops) buffers.push_back(op.buffer);
-    return Issue(std::move(what), stream, buffers, [&](ncclComm_t c) {
-      ncclResult_t r = ncclGroupStart();
-      for (const PeerOp& op : ops) {
-        if (r != ncclSuccess) break;
-        r = op.kind == PeerOp::Kind::kSend
-                ? ncclSend(op.buffer.data, op.buffer.bytes(), ncclUint8, op.peer, c, stream)
-                : ncclRecv(op.buffer.data, op.buffer.bytes(), ncclUint8, op.peer, c, stream);
-      }
-      const ncclResult_t end = ncclGroupEnd();
-      return r != ncclSuccess ? r : end;
-    });
+    absl::InlinedVector<Operand, 4> x;
+    for (const PeerOp& op : ops) {
+      const bool send = op.kind == PeerOp::Kind::kSend;
+      x.push_back({op.buffer, send, !send});
+    }
+    return Issue(std::move(what), stream, absl::MakeSpan(x),
+                 comm_->RunsRegistered(NcclOperation::kSendRecv, largest), [&](ncclComm_t c) {
+                   ncclResult_t r = ncclGroupStart();
+                   for (size_t i = 0; i < ops.size() && r == ncclSuccess; ++i) {
+                     const PeerOp& op = ops[i];
+                     r = op.kind == PeerOp::Kind::kSend
+                             ? ncclSend(x[i].data, op.buffer.bytes(), ncclUint8, op.peer, c,
+                                        stream)
+                             : ncclRecv(x[i].data, op.buffer.bytes(), ncclUint8, op.peer, c,
+                                        stream);
+                   }
+                   const ncclResult_t end = ncclGroupEnd();
+                   return r != ncclSuccess ? r : end;
+                 });
   }
 
   absl::StatusOr<Work> Barrier() override {
@@ -579,7 +760,7 @@ class NcclCommunicator final : public Communicator {
                                cuda::DeviceGuard::Create(comm_->info.device.index()));
       GENESIS_CUDA_RETURN_IF_ERROR(cudaMalloc(&barrier_buffer_, sizeof(float)));
     }
-    return Issue(OpSummary("barrier"), nullptr, {}, [&](ncclComm_t c) {
+    return Issue(OpSummary("barrier"), nullptr, {}, /*registered=*/false, [&](ncclComm_t c) {
       return ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, c,
                            nullptr);
     });
@@ -628,7 +809,14 @@ class NcclCommunicator final : public Communicator {
       sub->Fail(error);
       return error;
     }
-    sub->SetUpRegistration();
+    absl::Status registration = sub->SetUpRegistration();
+    if (!registration.ok()) {
+      absl::Status error(registration.code(),
+                         absl::StrCat("cannot set up buffer registration in ", sub->info.Describe(),
+                                      ": ", registration.message()));
+      sub->Fail(error);
+      return error;
+    }
     return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(sub)));
   }
 
@@ -664,7 +852,7 @@ class NcclCommunicator final : public Communicator {
         registered = comm_->health.Check();
       } else {
         registered = comm_->Issued(
-            ncclCommWindowRegister(comm_->comm, memory->data, bytes, &memory->window,
+            comm_->comm, ncclCommWindowRegister(comm_->comm, memory->data, bytes, &memory->window,
                                    NCCL_WIN_COLL_SYMMETRIC),
             "ncclCommWindowRegister");
       }
@@ -690,8 +878,13 @@ class NcclCommunicator final : public Communicator {
   }
 
   RegistrationStats registration_stats() const {
-    return comm_->registrations != nullptr ? comm_->registrations->stats()
-                                           : RegistrationStats();
+    RegistrationStats stats = comm_->registrations != nullptr ? comm_->registrations->stats()
+                                                              : RegistrationStats();
+    stats.enabled = comm_->registering;
+    stats.staged = comm_->staged.load(std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(comm_->staging_mu);
+    stats.staging_bytes = static_cast<int64_t>(comm_->staging.bytes);
+    return stats;
   }
 
  private:
@@ -722,7 +915,7 @@ class NcclCommunicator final : public Communicator {
     GENESIS_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(agree_buffer_, &value, sizeof(value), cudaMemcpyHostToDevice));
     GENESIS_ASSIGN_OR_RETURN(
-        Work work, Issue(OpSummary("agreement"), nullptr, {}, [&](ncclComm_t c) {
+        Work work, Issue(OpSummary("agreement"), nullptr, {}, /*registered=*/false, [&](ncclComm_t c) {
           return ncclAllReduce(agree_buffer_, agree_buffer_, 1, ncclFloat32, ncclMin, c,
                                nullptr);
         }));
@@ -732,36 +925,64 @@ class NcclCommunicator final : public Communicator {
     return value == 1.0f;
   }
 
-  // Issues `call` on the communicator (under its lock, on its device), after
-  // registering the pieces of `buffers` that need it, and returns a Work that completes
-  // with the stream's work. While `stream` is captured into a CUDA graph, NCCL records
-  // the call into the graph, which runs it at every replay: nothing runs now, so the
-  // Work has finished at once, with no event and nothing for the watchdog (whoever
-  // replays the graph waits for its stream).
+  // Issues `call` on the communicator (under its lock, on its device) and returns a
+  // Work that completes with the stream's work. A `registered` operation (the group's
+  // policy says so, alike on every rank) runs on the registered communicator with
+  // every operand registered: operands in a piece of the pool are (registering the
+  // piece once), the others are copied through the staging area before and after it.
+  // While `stream` is captured into a CUDA graph, NCCL records the call into the graph,
+  // which runs it at every replay: nothing runs now, so the Work has finished at once,
+  // with no event and nothing for the watchdog (whoever replays the graph waits for its
+  // stream). A captured operation runs as an unregistered one: NCCL registers captured
+  // buffers itself (NCCL_GRAPH_REGISTER), and staging slots must not be shared with a
+  // graph that replays later.
   template <typename Call>
-  absl::StatusOr<Work> Issue(OpSummary what, CUstream_st* stream,
-                             absl::Span<const Buffer> buffers, Call&& call) {
+  absl::StatusOr<Work> Issue(OpSummary what, CUstream_st* stream, absl::Span<Operand> operands,
+                             bool registered, Call&& call) {
     GENESIS_RETURN_IF_ERROR(comm_->health.Check());
     // Put into words only on the error paths below.
     auto description = [&] { return absl::StrCat(what.ToString(), " in ", comm_->info.Describe()); };
     GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
                              cuda::DeviceGuard::Create(comm_->info.device.index()));
-    comm_->PrepareBuffers(buffers);
     const bool captured = cuda::IsCapturing(stream);
-    cudaEvent_t event = nullptr;
-    if (!captured) {
-      GENESIS_ASSIGN_OR_RETURN(event, comm_->TakeEvent());
-    }
+    registered = registered && !captured;
+    // Registered operations: which operands are registered, and slots for the others.
+    absl::InlinedVector<StagedBuffer, 4> originals;
+    StagingPlan plan;
+    std::unique_lock<std::mutex> staging_lock;
     absl::Status issued;
-    {
-      std::lock_guard<std::mutex> lock(comm_->mu);
-      if (comm_->comm == nullptr) {
-        issued = comm_->health.Check();
-      } else {
-        const ncclResult_t result = call(comm_->comm);
-        if (result != ncclSuccess) issued = comm_->Issued(result, description());
+    if (registered) {
+      for (const Operand& x : operands) {
+        const bool in_piece = comm_->registrations != nullptr && x.data != nullptr &&
+                              x.bytes != 0 && comm_->registrations->Prepare(x.data, x.bytes);
+        originals.push_back({x.data, x.bytes, x.read, x.written, in_piece});
+      }
+      plan = PlanStaging(originals);
+      if (!plan.slots.empty()) {
+        staging_lock = std::unique_lock<std::mutex>(comm_->staging_mu);
+        absl::InlinedVector<void**, 4> addresses;
+        for (Operand& x : operands) addresses.push_back(&x.data);
+        issued = comm_->StageIn(plan, originals, absl::MakeSpan(addresses), stream);
       }
     }
+    cudaEvent_t event = nullptr;
+    if (issued.ok() && !captured) {
+      absl::StatusOr<cudaEvent_t> taken = comm_->TakeEvent();
+      if (taken.ok()) event = *taken;
+      issued = taken.status();
+    }
+    if (issued.ok()) {
+      std::lock_guard<std::mutex> lock(comm_->mu);
+      ncclComm_t c = registered ? comm_->reg_comm : comm_->comm;
+      if (c == nullptr) {
+        issued = comm_->health.Check();
+      } else {
+        const ncclResult_t result = call(c);
+        if (result != ncclSuccess) issued = comm_->Issued(c, result, description());
+      }
+    }
+    if (issued.ok() && !plan.slots.empty()) issued = comm_->StageOut(plan, originals, stream);
+    if (staging_lock.owns_lock()) staging_lock.unlock();
     if (issued.ok() && !captured) issued = RecordEvent(event, stream);
     if (!issued.ok()) {
       if (event != nullptr) comm_->ReturnEvent(event);
@@ -835,6 +1056,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
                             ? comm->WaitAsync(comm->control, "ncclCommInitRankConfig")
                             : NcclError(r, "ncclCommInitRankConfig", nullptr);
   if (status.ok()) status = comm->MakeOperationsComm();
+  if (status.ok()) status = comm->SetUpRegistration();
   if (!status.ok()) {
     absl::Status error(status.code(), absl::StrCat("cannot create ", info.Describe(), " on ",
                                                    info.device.ToString(), ": ",
@@ -842,7 +1064,6 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
     comm->Fail(error);
     return error;
   }
-  comm->SetUpRegistration();
   return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(comm)));
 }
 

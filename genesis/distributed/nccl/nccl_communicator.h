@@ -19,25 +19,33 @@
 // Operations run on the buffer's stream (the storage's stream), so the pool's stream
 // order keeps their memory safe without record_stream.
 //
-// Buffer registration (GroupInfo::nccl_register_buffers, off by default): NCCL works on
-// registered buffers in place where it would otherwise copy them through its own buffers,
-// which saves channels, SMs and latency (NCCL decides per operation whether it uses a
-// registration; 2.28 does not for in-place ring or tree all_reduce). NCCL 2.28 registers
-// a range correctly only inside one physical allocation, and ignores cudaMalloc memory,
-// so before each operation every buffer that lies inside one piece of the device pool's
-// expandable segments (one cuMemCreate allocation of up to 32 MiB,
-// genesis/memory/cuda_virtual_memory.h) gets that whole piece registered
-// (ncclCommRegister), once per communicator; the pool deregisters a piece through every
-// communicator before it unmaps it, and a communicator deregisters what is left when it
-// goes (registration_cache.h). Buffers across pieces, in classic segments or from
-// elsewhere stay unregistered, and NCCL copies them as before. It needs a pool with
-// expandable segments of memory exportable as POSIX file descriptors; where there is none
-// it stays off (BufferRegistration says). The first operation on a newly registered piece
-// costs NCCL tens of milliseconds, later ones microseconds. NCCL's rule: in one
-// operation, every rank's buffers are registered or none are. Ranks that allocate the
-// same sizes in the same order lay their buffers out alike; where a buffer may lie inside
-// one piece on one rank and across two on another, turn registration off
-// (GENESIS_NCCL_REGISTER=0; NCCL_LOCAL_REGISTER=0 makes NCCL ignore registrations).
+// Buffer registration (GroupInfo::nccl_registration, registration_policy.h): NCCL
+// works on registered buffers in place where it would otherwise copy them through its
+// own buffers. NCCL's rule is that in one operation every rank's buffers are
+// registered or none are, so the group decides per operation, alike on every rank, from
+// its policy alone (kAuto, the default: all_gather from 16 MiB, where it was measured
+// faster; kOn: every operation; kOff: none), and then makes it true on every rank:
+// - A registered operation runs on a communicator of its own (split from the
+//   operations' communicator with shared resources under kAuto, that communicator
+//   itself under kOn), so every other operation runs where nothing is registered and
+//   NCCL finds no registration for it on one rank and not on another.
+// - Its buffers that lie inside one piece of the device pool's expandable segments
+//   (one cuMemCreate allocation: NCCL 2.28 registers a range correctly only inside one,
+//   and ignores cudaMalloc memory) get that whole piece registered, once per
+//   communicator (registration_cache.h); the pool deregisters a piece through every
+//   communicator before it unmaps it.
+// - Its other buffers (across pieces, in classic segments, from elsewhere, or every
+//   buffer where the pool's memory is not exportable as POSIX file descriptors) are
+//   copied through a staging area of the communicator's own (ncclMemAlloc, registered):
+//   in before the operation and out after it, on its stream (staging_plan.h). That
+//   costs a copy on that rank only; the area grows to the largest need and stays until
+//   the group goes.
+// Captured operations run unregistered (NCCL registers captured buffers itself), and
+// so do all operations of an interop group (the other client registers nothing) and,
+// under kAuto, of a group whose operations run on the non-blocking communicator
+// (nccl_blocking off: the registered communicator shares the blocking one's resources).
+// BufferRegistration counts registrations and staged buffers. The first operation on
+// a newly registered piece costs NCCL tens of milliseconds, later ones microseconds.
 //
 // In a build without CUDA or NCCL every function fails with FailedPrecondition.
 #ifndef GENESIS_DISTRIBUTED_NCCL_NCCL_COMMUNICATOR_H_

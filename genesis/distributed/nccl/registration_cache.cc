@@ -17,7 +17,8 @@ std::string RegistrationStats::ToString() const {
                       plural(failures, "failure", "failures"), ", ",
                       plural(deregistrations, "deregistration", "deregistrations"), "; ",
                       plural(pieces, "piece", "pieces"), " (",
-                      FormatByteSize(static_cast<uint64_t>(bytes)), ")");
+                      FormatByteSize(static_cast<uint64_t>(bytes)), "); ", staged, " staged (",
+                      FormatByteSize(static_cast<uint64_t>(staging_bytes)), " staging)");
 }
 
 RegistrationCache::RegistrationCache(FindPiece find, Register reg, Deregister dereg)

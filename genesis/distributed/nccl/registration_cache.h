@@ -8,8 +8,10 @@
 // operation, each buffer that lies inside one piece gets that piece registered, once;
 // later buffers in the same piece hit the cache. Buffers that span two pieces, or lie in
 // no piece (classic segments, memory from elsewhere), are left unregistered, and NCCL
-// copies them through its own buffers as usual. When the pool unmaps a piece, the cache
-// hears of it first (memory::PieceListener) and deregisters it.
+// copies them through its own buffers as usual, or the communicator copies them
+// through registered memory of its own where the operation must run registered
+// (staging_plan.h). When the pool unmaps a piece, the cache hears of it first
+// (memory::PieceListener) and deregisters it.
 //
 // The cache knows nothing of NCCL or CUDA: the communicator gives it the functions that
 // find a piece, register one and deregister a handle, so its bookkeeping is tested on
@@ -48,8 +50,12 @@ struct RegistrationStats {
   int64_t deregistrations = 0;   // Pieces deregistered (unmapped, or all at the end).
   int64_t pieces = 0;            // Pieces registered now,
   int64_t bytes = 0;             // and their bytes.
+  // Kept by the communicator, not the cache (staging_plan.h):
+  int64_t staged = 0;            // Buffers copied through the staging area,
+  int64_t staging_bytes = 0;     // which is this large now (registered too).
 
-  // "on: 3 hits, 1 miss, 0 unregistered, 0 failures, 0 deregistrations; 1 piece (32.0 MiB)".
+  // "on: 3 hits, 1 miss, 0 unregistered, 0 failures, 0 deregistrations; 1 piece
+  // (32.0 MiB); 0 staged (0 B staging)".
   std::string ToString() const;
 };
 

@@ -73,7 +73,7 @@ TEST(RegistrationCacheTest, RegistersAPieceOnceAndHitsAfterwards) {
   EXPECT_EQ(stats.bytes, int64_t{32} << 20);
   EXPECT_EQ(stats.ToString(),
             "on: 2 hits, 1 miss, 0 unregistered, 0 failures, 0 deregistrations; 1 piece "
-            "(32.0 MiB)");
+            "(32.0 MiB); 0 staged (0 B staging)");
 }
 
 TEST(RegistrationCacheTest, BuffersAcrossPiecesOrOutsideThemStayUnregistered) {

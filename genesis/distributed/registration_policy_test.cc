@@ -1,0 +1,68 @@
+// The registration policy: which operations run registered in each mode, and how the
+// environment's words parse.
+#include "genesis/distributed/registration_policy.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace genesis::distributed {
+namespace {
+
+constexpr NcclOperation kEveryOperation[] = {
+    NcclOperation::kAllReduce,     NcclOperation::kBroadcast, NcclOperation::kReduce,
+    NcclOperation::kAllGather,     NcclOperation::kReduceScatter,
+    NcclOperation::kAllToAll,      NcclOperation::kSendRecv,
+};
+
+TEST(RegistrationPolicyTest, OffRegistersNothingAndOnEverything) {
+  for (NcclOperation op : kEveryOperation) {
+    for (size_t bytes : {size_t{0}, size_t{8}, kAutoRegistrationMinBytes, size_t{1} << 30}) {
+      EXPECT_FALSE(RunsRegistered(NcclRegistration::kOff, op, bytes));
+      EXPECT_TRUE(RunsRegistered(NcclRegistration::kOn, op, bytes));
+    }
+  }
+}
+
+TEST(RegistrationPolicyTest, AutoRegistersOnlyLargeAllGathers) {
+  EXPECT_TRUE(RunsRegistered(NcclRegistration::kAuto, NcclOperation::kAllGather,
+                             kAutoRegistrationMinBytes));
+  EXPECT_TRUE(RunsRegistered(NcclRegistration::kAuto, NcclOperation::kAllGather,
+                             kAutoRegistrationMaxBytes));
+  EXPECT_FALSE(RunsRegistered(NcclRegistration::kAuto, NcclOperation::kAllGather,
+                              kAutoRegistrationMaxBytes + 1));
+  EXPECT_FALSE(RunsRegistered(NcclRegistration::kAuto, NcclOperation::kAllGather,
+                              kAutoRegistrationMinBytes - 1));
+  EXPECT_FALSE(RunsRegistered(NcclRegistration::kAuto, NcclOperation::kAllGather, 8));
+  for (NcclOperation op : kEveryOperation) {
+    if (op == NcclOperation::kAllGather) continue;
+    EXPECT_FALSE(RunsRegistered(NcclRegistration::kAuto, op, kAutoRegistrationMinBytes));
+  }
+  EXPECT_EQ(kAutoRegistrationMinBytes, size_t{16} << 20);
+  EXPECT_EQ(kAutoRegistrationMaxBytes, size_t{64} << 20);
+}
+
+TEST(RegistrationPolicyTest, NamesParseBack) {
+  for (NcclRegistration mode :
+       {NcclRegistration::kOff, NcclRegistration::kAuto, NcclRegistration::kOn}) {
+    absl::StatusOr<NcclRegistration> parsed = ParseNcclRegistration(NcclRegistrationName(mode));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, mode);
+  }
+  EXPECT_EQ(*ParseNcclRegistration("0"), NcclRegistration::kOff);
+  EXPECT_EQ(*ParseNcclRegistration("1"), NcclRegistration::kOn);
+}
+
+TEST(RegistrationPolicyTest, OtherWordsAreRefusedByName) {
+  for (const char* bad : {"", "2", "yes", "AUTO", " on"}) {
+    absl::StatusOr<NcclRegistration> parsed = ParseNcclRegistration(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(parsed.status().message(),
+              absl::StrCat("NCCL buffer registration '", bad,
+                           "' is not 0, 1, off, on or auto"));
+  }
+}
+
+}  // namespace
+}  // namespace genesis::distributed

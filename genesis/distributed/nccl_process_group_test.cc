@@ -398,6 +398,35 @@ TEST(NcclRegistrationTest, AutoStaysOffWhereOperationsRunNonBlocking) {
   EXPECT_EQ(stats.hits + stats.misses + stats.unregistered + stats.staged, 0) << stats.ToString();
 }
 
+// A captured all_gather that the policy would register runs as an unregistered one
+// (NCCL registers captured buffers itself): nothing staged or registered by the group,
+// and the replays gather.
+TEST(NcclRegistrationTest, CapturedOperationsAreNotStaged) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true, NcclRegistration::kAuto);
+  ASSERT_NE(group, nullptr);
+  if (!Stats(*group).enabled) GTEST_SKIP() << "registration is off on cuda:0";
+  absl::StatusOr<cuda::Stream> stream = cuda::Stream::Create(0);
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  const storage::StorageOptions on_stream{.stream = stream->native()};
+  auto in = Filled(kOnePiece, DType::kFloat32, Mod7, Device::Cuda(0));
+  ASSERT_TRUE(in.ok()) << in.status();
+  absl::StatusOr<Storage> source = in->To(Device::Cuda(0), on_stream);
+  absl::StatusOr<Storage> out = storage::Zeros({kOnePiece}, DType::kFloat32, Device::Cuda(0), on_stream);
+  ASSERT_TRUE(source.ok() && out.ok());
+  ASSERT_TRUE(stream->Synchronize().ok());
+  ASSERT_TRUE(cuda::BeginCapture(stream->native()).ok());
+  absl::StatusOr<Work> w = group->AllGather(*source, *out);
+  ASSERT_TRUE(w.ok()) << w.status();
+  absl::StatusOr<cuda::Graph> graph = cuda::Graph::EndCapture(stream->native());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_TRUE(graph->Launch(stream->native()).ok());
+  ASSERT_TRUE(stream->Synchronize().ok());
+  EXPECT_EQ(Check(*out, Mod7, "after the replay"), "");
+  const RegistrationStats stats = Stats(*group);
+  EXPECT_EQ(stats.hits + stats.misses + stats.unregistered + stats.staged, 0) << stats.ToString();
+}
+
 TEST(NcclRegistrationTest, EveryCommunicatorDeregistersItsOwnPieces) {
   GENESIS_SKIP_WITHOUT_GPU();
   std::unique_ptr<ProcessGroup> world = OneRankWorld();

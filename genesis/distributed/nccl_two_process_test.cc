@@ -333,6 +333,34 @@ TEST(NcclTwoProcessTest, SymmetricWindowStorages) {
   }));
 }
 
+// An all_gather that registration by default would register (16 MiB of output) on
+// storages of a symmetric window runs where the window is registered: nothing staged,
+// no pool piece registered, and every rank's part arrives.
+TEST(NcclTwoProcessTest, LargeAllGatherInASymmetricWindowIsNotStaged) {
+  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    const Device gpu = group.device();
+    GENESIS_ASSIGN_OR_TEXT(before, NcclBufferRegistration(group));
+    if (!before.enabled) return absl::StrCat(kSkip, "registration is off: ", before.ToString());
+    constexpr int64_t kHalf = int64_t{2} << 20;  // 8 MiB of floats per rank.
+    GENESIS_ASSIGN_OR_TEXT(window, SymmetricWindow::Create(group, 3 * kHalf * 4));
+    GENESIS_ASSIGN_OR_TEXT(in, window->Allocate({kHalf}, DType::kFloat32));
+    GENESIS_ASSIGN_OR_TEXT(out, window->Allocate({2 * kHalf}, DType::kFloat32));
+    GENESIS_ASSIGN_OR_TEXT(mine, Filled(kHalf, DType::kFloat32, [&](int64_t i) { return r * 1000 + i % 1000; }, gpu));
+    GENESIS_RETURN_IF_BAD(in.CopyFrom(mine));
+    GENESIS_ASSIGN_OR_TEXT(g, group.AllGather(in, out));
+    GENESIS_RETURN_IF_BAD(g.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(out, [&](int64_t i) { return (i / kHalf) * 1000 + (i % kHalf) % 1000; },
+                                 "all_gather in a window"));
+    GENESIS_ASSIGN_OR_TEXT(after, NcclBufferRegistration(group));
+    if (after.staged != before.staged || after.hits + after.misses + after.unregistered !=
+                                             before.hits + before.misses + before.unregistered) {
+      return absl::StrCat("the window's buffers went through registration: ", after.ToString());
+    }
+    return std::string();
+  }));
+}
+
 // Rank 1 exits after one all_reduce; rank 0's next all_reduce must fail within the
 // timeout, naming the operation and the group, and leave the group unusable.
 void ExpectDeadPeerBecomesAnError(bool blocking) {

@@ -294,6 +294,31 @@ struct Comm {
     (void)Issued(reg_comm, ncclCommDeregister(reg_comm, handle), "ncclCommDeregister");
   }
 
+  // Symmetric windows of `comm` (AllocateSymmetric): an operation whose buffers all lie
+  // in them runs on `comm`, where NCCL's symmetric kernels serve it, registered or not
+  // by the policy (every rank's buffers are in its window then, as symmetric memory
+  // requires).
+  void AddWindow(const void* data, size_t bytes) {
+    std::lock_guard<std::mutex> lock(windows_mu);
+    windows.push_back({reinterpret_cast<uintptr_t>(data), bytes});
+  }
+  void RemoveWindow(const void* data) {
+    std::lock_guard<std::mutex> lock(windows_mu);
+    std::erase_if(windows, [&](const auto& w) { return w.first == reinterpret_cast<uintptr_t>(data); });
+  }
+  bool InWindows(absl::Span<const Operand> operands) {
+    std::lock_guard<std::mutex> lock(windows_mu);
+    if (windows.empty() || operands.empty()) return false;
+    for (const Operand& x : operands) {
+      const auto p = reinterpret_cast<uintptr_t>(x.data);
+      const bool inside = std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
+        return p >= w.first && x.bytes <= w.first + w.second - p;
+      });
+      if (!inside) return false;
+    }
+    return true;
+  }
+
   // Whether `op` of `bytes` runs registered (registration_policy.h): the same answer
   // on every rank.
   bool RunsRegistered(NcclOperation op, size_t bytes) const {
@@ -458,6 +483,8 @@ struct Comm {
   };
   std::mutex staging_mu;
   StagingArea staging;
+  std::mutex windows_mu;
+  std::vector<std::pair<uintptr_t, size_t>> windows;  // Start and size, AddWindow's.
   size_t staging_high = 0;  // The largest area so far (areas grow by doubling).
   std::atomic<int64_t> staged{0};
 };
@@ -874,6 +901,7 @@ class NcclCommunicator final : public Communicator {
           "memory management and every rank reachable over NVLink or PCIe peer access "
           "on one node)"));
     }
+    comm_->AddWindow(memory->data, bytes);
     return std::shared_ptr<SymmetricMemory>(std::move(memory));
   }
 
@@ -892,6 +920,7 @@ class NcclCommunicator final : public Communicator {
   struct NcclSymmetricMemory final : SymmetricMemory {
     explicit NcclSymmetricMemory(std::shared_ptr<Comm> c) : comm(std::move(c)) {}
     ~NcclSymmetricMemory() override {
+      if (window != nullptr) comm->RemoveWindow(data);
       absl::StatusOr<cuda::DeviceGuard> guard =
           cuda::DeviceGuard::Create(comm->info.device.index());
       if (window != nullptr) {
@@ -935,7 +964,8 @@ class NcclCommunicator final : public Communicator {
   // with no event and nothing for the watchdog (whoever replays the graph waits for its
   // stream). A captured operation runs as an unregistered one: NCCL registers captured
   // buffers itself (NCCL_GRAPH_REGISTER), and staging slots must not be shared with a
-  // graph that replays later.
+  // graph that replays later. So does one whose buffers all lie in symmetric windows
+  // (registered with `comm`, not the registered communicator).
   template <typename Call>
   absl::StatusOr<Work> Issue(OpSummary what, CUstream_st* stream, absl::Span<Operand> operands,
                              bool registered, Call&& call) {
@@ -945,7 +975,7 @@ class NcclCommunicator final : public Communicator {
     GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
                              cuda::DeviceGuard::Create(comm_->info.device.index()));
     const bool captured = cuda::IsCapturing(stream);
-    registered = registered && !captured;
+    registered = registered && !captured && !comm_->InWindows(operands);
     // Registered operations: which operands are registered, and slots for the others.
     absl::InlinedVector<StagedBuffer, 4> originals;
     StagingPlan plan;

@@ -41,7 +41,9 @@
 //   costs a copy on that rank only; the area grows to the largest need and stays until
 //   the group goes.
 // Captured operations run unregistered (NCCL registers captured buffers itself), and
-// so do all operations of an interop group (the other client registers nothing) and,
+// so do operations whose buffers all lie in symmetric windows (registered with the
+// operations' communicator, where NCCL's symmetric kernels serve them), all operations
+// of an interop group (the other client registers nothing) and,
 // under kAuto, of a group whose operations run on the non-blocking communicator
 // (nccl_blocking off: the registered communicator shares the blocking one's resources).
 // BufferRegistration counts registrations and staged buffers. The first operation on

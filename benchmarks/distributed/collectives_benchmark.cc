@@ -594,8 +594,9 @@ absl::Status RunRank() {
     }
   }
   if (root && !absl::GetFlag(FLAGS_benchmark_out).empty()) {
-    GENESIS_RETURN_IF_ERROR(WriteJson(rows, n, backend_name,
-                                      distributed::NcclRegistrationName(group->info().nccl_registration)));
+    const std::string_view registration =
+        distributed::NcclRegistrationName(group->info().nccl_registration);
+    GENESIS_RETURN_IF_ERROR(WriteJson(rows, n, backend_name, registration));
   }
   return absl::OkStatus();
 }

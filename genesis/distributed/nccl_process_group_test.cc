@@ -100,7 +100,7 @@ TEST(NcclGroupTest, OneRankNonBlockingWorldRunsEveryOperation) {
 // at capture, every replay runs them all.
 TEST(NcclGroupTest, CapturedCollectivesRunAtEveryReplay) {
   GENESIS_SKIP_WITHOUT_GPU();
-  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true, /*registration=*/NcclRegistration::kOff);
+  std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true, NcclRegistration::kOff);
   ASSERT_NE(group, nullptr);
   absl::StatusOr<cuda::Stream> stream = cuda::Stream::Create(0);
   ASSERT_TRUE(stream.ok()) << stream.status();
@@ -141,7 +141,7 @@ TEST(NcclGroupTest, SplitsWorkInBothModes) {
   GENESIS_SKIP_WITHOUT_GPU();
   for (bool blocking : {true, false}) {
     SCOPED_TRACE(blocking ? "blocking operations" : "non-blocking operations");
-    std::unique_ptr<ProcessGroup> world = OneRankWorld(blocking, /*registration=*/NcclRegistration::kOff);
+    std::unique_ptr<ProcessGroup> world = OneRankWorld(blocking, NcclRegistration::kOff);
     ASSERT_NE(world, nullptr);
     EXPECT_EQ(world->info().nccl_blocking, blocking);
     auto sub = world->Split({0}, "sub");
@@ -412,7 +412,8 @@ TEST(NcclRegistrationTest, CapturedOperationsAreNotStaged) {
   auto in = Filled(kOnePiece, DType::kFloat32, Mod7, Device::Cuda(0));
   ASSERT_TRUE(in.ok()) << in.status();
   absl::StatusOr<Storage> source = in->To(Device::Cuda(0), on_stream);
-  absl::StatusOr<Storage> out = storage::Zeros({kOnePiece}, DType::kFloat32, Device::Cuda(0), on_stream);
+  absl::StatusOr<Storage> out =
+      storage::Zeros({kOnePiece}, DType::kFloat32, Device::Cuda(0), on_stream);
   ASSERT_TRUE(source.ok() && out.ok());
   ASSERT_TRUE(stream->Synchronize().ok());
   ASSERT_TRUE(cuda::BeginCapture(stream->native()).ok());

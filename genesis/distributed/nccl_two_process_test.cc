@@ -197,7 +197,8 @@ TEST(NcclTwoProcessTest, RanksWhosePoolsPlaceBuffersDifferentlyAgree) {
                       across, ", inside ", inside, "); ");
       across = inside = 0;
     }
-    GENESIS_ASSIGN_OR_TEXT(in, Filled(kHalf, DType::kFloat32, [&](int64_t i) { return r * 1000 + i % 1000; }, gpu));
+    auto part_of_rank = [&](int64_t i) { return r * 1000 + i % 1000; };
+    GENESIS_ASSIGN_OR_TEXT(in, Filled(kHalf, DType::kFloat32, part_of_rank, gpu));
     auto gathered = [&](int64_t i) { return (i / kHalf) * 1000 + (i % kHalf) % 1000; };
     int64_t staged = before.staged;
     for (int round = 0; round < 2; ++round) {
@@ -346,12 +347,13 @@ TEST(NcclTwoProcessTest, LargeAllGatherInASymmetricWindowIsNotStaged) {
     GENESIS_ASSIGN_OR_TEXT(window, SymmetricWindow::Create(group, 3 * kHalf * 4));
     GENESIS_ASSIGN_OR_TEXT(in, window->Allocate({kHalf}, DType::kFloat32));
     GENESIS_ASSIGN_OR_TEXT(out, window->Allocate({2 * kHalf}, DType::kFloat32));
-    GENESIS_ASSIGN_OR_TEXT(mine, Filled(kHalf, DType::kFloat32, [&](int64_t i) { return r * 1000 + i % 1000; }, gpu));
+    auto part_of_rank = [&](int64_t i) { return r * 1000 + i % 1000; };
+    GENESIS_ASSIGN_OR_TEXT(mine, Filled(kHalf, DType::kFloat32, part_of_rank, gpu));
     GENESIS_RETURN_IF_BAD(in.CopyFrom(mine));
     GENESIS_ASSIGN_OR_TEXT(g, group.AllGather(in, out));
     GENESIS_RETURN_IF_BAD(g.Wait());
-    GENESIS_RETURN_IF_TEXT(Check(out, [&](int64_t i) { return (i / kHalf) * 1000 + (i % kHalf) % 1000; },
-                                 "all_gather in a window"));
+    auto gathered = [&](int64_t i) { return (i / kHalf) * 1000 + (i % kHalf) % 1000; };
+    GENESIS_RETURN_IF_TEXT(Check(out, gathered, "all_gather in a window"));
     GENESIS_ASSIGN_OR_TEXT(after, NcclBufferRegistration(group));
     if (after.staged != before.staged || after.hits + after.misses + after.unregistered !=
                                              before.hits + before.misses + before.unregistered) {

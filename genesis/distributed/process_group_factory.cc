@@ -80,8 +80,9 @@ absl::StatusOr<GroupOptions> WithEnvironment(GroupOptions options, const EnvLook
   if (std::optional<std::string> value = lookup("GENESIS_NCCL_REGISTER")) {
     absl::StatusOr<NcclRegistration> mode = ParseNcclRegistration(*value);
     if (!mode.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "environment variable GENESIS_NCCL_REGISTER='", *value, "' is not 0, 1, off, on or auto"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("environment variable GENESIS_NCCL_REGISTER='", *value,
+                       "' is not 0, 1, off, on or auto"));
     }
     options.nccl_registration = *mode;
   }

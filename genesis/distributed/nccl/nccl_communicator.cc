@@ -304,7 +304,8 @@ struct Comm {
   }
   void RemoveWindow(const void* data) {
     std::lock_guard<std::mutex> lock(windows_mu);
-    std::erase_if(windows, [&](const auto& w) { return w.first == reinterpret_cast<uintptr_t>(data); });
+    const auto start = reinterpret_cast<uintptr_t>(data);
+    std::erase_if(windows, [&](const auto& w) { return w.first == start; });
   }
   bool InWindows(absl::Span<const Operand> operands) {
     std::lock_guard<std::mutex> lock(windows_mu);
@@ -944,7 +945,8 @@ class NcclCommunicator final : public Communicator {
     GENESIS_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(agree_buffer_, &value, sizeof(value), cudaMemcpyHostToDevice));
     GENESIS_ASSIGN_OR_RETURN(
-        Work work, Issue(OpSummary("agreement"), nullptr, {}, /*registered=*/false, [&](ncclComm_t c) {
+        Work work,
+        Issue(OpSummary("agreement"), nullptr, {}, /*registered=*/false, [&](ncclComm_t c) {
           return ncclAllReduce(agree_buffer_, agree_buffer_, 1, ncclFloat32, ncclMin, c,
                                nullptr);
         }));

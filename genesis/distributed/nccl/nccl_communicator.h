@@ -12,9 +12,11 @@
 // (ncclCommAbort stops their kernels), so a dead peer or ranks that called different
 // operations become errors, never hangs. What a blocking call can still wait on is the
 // host side of an operation that sets up connections (the first operation of a kind
-// between two ranks) when a peer died just then; GroupInfo::nccl_blocking = false
+// between two ranks) when a peer died just then, and, under registration's kAuto (below),
+// the blocking split of the operations' communicator that makes the registered one,
+// right after it, when a peer stops between the two; GroupInfo::nccl_blocking = false
 // (GENESIS_NCCL_BLOCKING=0) runs operations on the control communicator itself, which
-// bounds those too, at the per-call cost above.
+// bounds those too (and makes no registered communicator), at the per-call cost above.
 //
 // Operations run on the buffer's stream (the storage's stream), so the pool's stream
 // order keeps their memory safe without record_stream.

@@ -107,6 +107,12 @@ class DistributedTest(unittest.TestCase):
         lonely = run("gloo")  # Rank 1 never comes: the group fails within the timeout.
         self.assertRegex(lonely, "TimeoutError|RuntimeError|rank 1")
 
+    def test_nccl_registration_word_is_checked_first(self):
+        # Refused before the launcher's variables are read or anything connects.
+        with self.assertRaisesRegex(
+                ValueError, "NCCL buffer registration 'yes' is not 0, 1, off, on or auto"):
+            genesis.distributed.init_process_group("nccl", nccl_registration="yes")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -162,7 +162,7 @@ absl::StatusOr<Work> ProcessGroup::AllGather(const Storage& input,
     }
     // Wrong: now the output's index is put into words.
     const std::string what = absl::StrCat("all_gather output ", i);
-    GENESIS_RETURN_IF_ERROR(CheckedBuffer(outputs[i], what, true).status());
+    if (!out.ok()) return CheckedBuffer(outputs[i], what, true).status();
     return CountIs(*out, in.count, what, "the input's size");
   }
   storage::StorageOptions options;

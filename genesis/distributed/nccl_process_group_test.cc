@@ -325,9 +325,10 @@ TEST(NcclRegistrationTest, OffRegistersNothingAndGivesTheSameResults) {
   EXPECT_EQ(stats.hits + stats.misses + stats.unregistered, 0) << stats.ToString();
 }
 
-// The default: only all_gather with 16 MiB of output or more runs registered; every
-// other operation runs on the communicator where nothing is registered.
-TEST(NcclRegistrationTest, AutoRegistersOnlyLargeAllGathers) {
+// The default: all_gather with 16 MiB of output or more runs registered, a smaller one
+// and reductions run on the communicator where nothing is registered (all_to_all and
+// messages: NcclTwoProcessTest.BatchesMixingRegisteredAndPlainMessagesArrive).
+TEST(NcclRegistrationTest, AutoRegistersLargeAllGathersNotReductions) {
   GENESIS_SKIP_WITHOUT_GPU();
   std::unique_ptr<ProcessGroup> group = OneRankWorld(/*blocking=*/true, NcclRegistration::kAuto);
   ASSERT_NE(group, nullptr);

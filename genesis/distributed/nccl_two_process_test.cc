@@ -1,6 +1,7 @@
 // NCCL groups across two processes forked by the test, one GPU each: every operation
 // with known results, a sub-group, and a peer that dies mid-run. Needs 2 GPUs; skips
 // otherwise. The parent never touches CUDA (a forked child could not use it then).
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -240,6 +241,70 @@ TEST(NcclTwoProcessTest, RanksWhosePoolsPlaceBuffersDifferentlyAgree) {
   }));
 }
 #endif  // GENESIS_TEST_CUDA_MEMORY
+
+// Under kAuto a batch of sends and receives decides per message: the two ranks' batches
+// hold the same two exchanges in opposite orders, one of 8 MiB (registered) and one of
+// 1 MiB (not), so each rank issues a registered group and a plain one. Then all_to_all
+// of 8 MiB (registered) and of 1 MiB (not). Every message arrives, and only the
+// registered ones touch the registration.
+TEST(NcclTwoProcessTest, BatchesMixingRegisteredAndPlainMessagesArrive) {
+  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    const int peer = 1 - r;
+    const Device gpu = group.device();
+    GENESIS_ASSIGN_OR_TEXT(before, NcclBufferRegistration(group));
+    if (!before.enabled) return absl::StrCat(kSkip, "registration is off: ", before.ToString());
+    constexpr int64_t kBig = int64_t{2} << 20;  // 8 MiB of floats.
+    constexpr int64_t kSmall = kBig / 8;        // 1 MiB.
+    auto from = [](int rank, int64_t n) {
+      return [rank, n](int64_t i) { return rank * 100 + static_cast<double>(i % 97) + n % 7; };
+    };
+    std::string problems;
+    GENESIS_ASSIGN_OR_TEXT(big_out, Filled(kBig, DType::kFloat32, from(r, kBig), gpu));
+    GENESIS_ASSIGN_OR_TEXT(small_out, Filled(kSmall, DType::kFloat32, from(r, kSmall), gpu));
+    GENESIS_ASSIGN_OR_TEXT(big_in, storage::Zeros({kBig}, DType::kFloat32, gpu));
+    GENESIS_ASSIGN_OR_TEXT(small_in, storage::Zeros({kSmall}, DType::kFloat32, gpu));
+    std::vector<StoragePeerOp> ops = {{PeerOp::Kind::kSend, big_out, peer, 0},
+                                      {PeerOp::Kind::kRecv, small_in, peer, 0},
+                                      {PeerOp::Kind::kSend, small_out, peer, 0},
+                                      {PeerOp::Kind::kRecv, big_in, peer, 0}};
+    if (r == 1) std::reverse(ops.begin(), ops.end());
+    GENESIS_ASSIGN_OR_TEXT(p2p, group.SendRecv(ops));
+    GENESIS_RETURN_IF_BAD(p2p.Wait());
+    absl::StrAppend(&problems, Check(big_in, from(peer, kBig), "8 MiB received"),
+                    Check(small_in, from(peer, kSmall), "1 MiB received"));
+    GENESIS_ASSIGN_OR_TEXT(after_p2p, NcclBufferRegistration(group));
+    const auto registered = [](const nccl_backend::RegistrationStats& s) {
+      return s.hits + s.misses + s.unregistered;
+    };
+    if (registered(after_p2p) != registered(before) + 2) {
+      absl::StrAppend(&problems, "the batch registered ",
+                      registered(after_p2p) - registered(before),
+                      " buffers, expected the two of 8 MiB: ", after_p2p.ToString(), "; ");
+    }
+    for (const int64_t n : {kBig, kSmall}) {
+      // Rank r sends element i of its input to rank i / (n / 2).
+      GENESIS_ASSIGN_OR_TEXT(in, Filled(n, DType::kFloat32, from(r, n), gpu));
+      GENESIS_ASSIGN_OR_TEXT(out, storage::Zeros({n}, DType::kFloat32, gpu));
+      GENESIS_ASSIGN_OR_TEXT(a2a, group.AllToAll(in, out));
+      GENESIS_RETURN_IF_BAD(a2a.Wait());
+      const int64_t half = n / 2;
+      absl::StrAppend(&problems,
+                      Check(out,
+                            [&](int64_t i) {
+                              return from(static_cast<int>(i / half), n)(r * half + i % half);
+                            },
+                            absl::StrCat("all_to_all of ", n * 4, " bytes")));
+    }
+    GENESIS_ASSIGN_OR_TEXT(after, NcclBufferRegistration(group));
+    if (registered(after) != registered(after_p2p) + 2) {
+      absl::StrAppend(&problems, "all_to_all registered ",
+                      registered(after) - registered(after_p2p),
+                      " buffers, expected the 8 MiB input and output: ", after.ToString(), "; ");
+    }
+    return problems;
+  }));
+}
 
 // The Reducer on GPUs: gradients on a stream of their own, separate storages (packed
 // buckets) and views of one buffer (in place), marked while later "layers" still run,

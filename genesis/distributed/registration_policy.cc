@@ -11,8 +11,13 @@ bool RunsRegistered(NcclRegistration mode, NcclOperation op, size_t bytes) {
     case NcclRegistration::kOff: return false;
     case NcclRegistration::kOn: return true;
     case NcclRegistration::kAuto:
-      return op == NcclOperation::kAllGather && bytes >= kAutoRegistrationMinBytes &&
-             bytes <= kAutoRegistrationMaxBytes;
+      if (bytes > kAutoRegistrationMaxBytes) return false;
+      switch (op) {
+        case NcclOperation::kAllGather: return bytes >= kAutoRegistrationMinBytes;
+        case NcclOperation::kAllToAll:
+        case NcclOperation::kSendRecv: return bytes >= kAutoPeerRegistrationMinBytes;
+        default: return false;
+      }
   }
   return false;
 }

@@ -24,7 +24,8 @@ enum class NcclRegistration {
   kOff,   // No operation runs registered: NCCL copies buffers through its own.
   kAuto,  // Where registration was measured faster on NVLink (docs/distributed.md):
           // all_gather whose output has kAutoRegistrationMinBytes to
-          // kAutoRegistrationMaxBytes.
+          // kAutoRegistrationMaxBytes; all_to_all, and each message of a batch of sends
+          // and receives, of kAutoPeerRegistrationMinBytes to kAutoRegistrationMaxBytes.
   kOn,    // Every collective, all_to_all and batch of sends and receives.
 };
 
@@ -36,6 +37,12 @@ enum class NcclRegistration {
 // took 1.15 times as long on two H200s).
 inline constexpr size_t kAutoRegistrationMinBytes = size_t{16} << 20;
 inline constexpr size_t kAutoRegistrationMaxBytes = size_t{64} << 20;
+// The all_to_all inputs and the messages that run registered under kAuto, up to
+// kAutoRegistrationMaxBytes. On two and four H200s, registered all_to_all reached
+// 1.03-1.46 of raw NCCL's bus bandwidth from 4 to 64 MiB and sends with receives
+// 1.18-1.93, where unregistered both read 0.96-1.05; at 1 MiB neither gained at both
+// sizes of group, and at 256 MiB (staged) they read 0.73-0.87.
+inline constexpr size_t kAutoPeerRegistrationMinBytes = size_t{4} << 20;
 
 // The operations a policy tells apart.
 enum class NcclOperation {
@@ -48,8 +55,9 @@ enum class NcclOperation {
   kSendRecv,
 };
 
-// Whether `op`, whose largest buffer has `bytes` bytes (all_gather: its output), runs
-// on registered buffers under `mode`. The same answer on every rank for the same call.
+// Whether `op`, whose largest buffer has `bytes` bytes (all_gather: its output;
+// kSendRecv: one message, sent or received), runs on registered buffers under `mode`.
+// The same answer on every rank for the same call, and for a message at both its ends.
 bool RunsRegistered(NcclRegistration mode, NcclOperation op, size_t bytes);
 
 // "off", "auto" or "on".

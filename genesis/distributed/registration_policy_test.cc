@@ -24,20 +24,31 @@ TEST(RegistrationPolicyTest, OffRegistersNothingAndOnEverything) {
   }
 }
 
-TEST(RegistrationPolicyTest, AutoRegistersOnlyLargeAllGathers) {
-  EXPECT_TRUE(RunsRegistered(NcclRegistration::kAuto, NcclOperation::kAllGather,
-                             kAutoRegistrationMinBytes));
-  EXPECT_TRUE(RunsRegistered(NcclRegistration::kAuto, NcclOperation::kAllGather,
-                             kAutoRegistrationMaxBytes));
-  EXPECT_FALSE(RunsRegistered(NcclRegistration::kAuto, NcclOperation::kAllGather,
-                              kAutoRegistrationMaxBytes + 1));
-  EXPECT_FALSE(RunsRegistered(NcclRegistration::kAuto, NcclOperation::kAllGather,
-                              kAutoRegistrationMinBytes - 1));
-  EXPECT_FALSE(RunsRegistered(NcclRegistration::kAuto, NcclOperation::kAllGather, 8));
-  for (NcclOperation op : kEveryOperation) {
-    if (op == NcclOperation::kAllGather) continue;
-    EXPECT_FALSE(RunsRegistered(NcclRegistration::kAuto, op, kAutoRegistrationMinBytes));
+TEST(RegistrationPolicyTest, AutoRegistersLargeAllGathersAllToAllsAndMessages) {
+  constexpr NcclRegistration kAuto = NcclRegistration::kAuto;
+  EXPECT_TRUE(RunsRegistered(kAuto, NcclOperation::kAllGather, kAutoRegistrationMinBytes));
+  EXPECT_TRUE(RunsRegistered(kAuto, NcclOperation::kAllGather, kAutoRegistrationMaxBytes));
+  EXPECT_FALSE(RunsRegistered(kAuto, NcclOperation::kAllGather, kAutoRegistrationMaxBytes + 1));
+  EXPECT_FALSE(RunsRegistered(kAuto, NcclOperation::kAllGather, kAutoRegistrationMinBytes - 1));
+  EXPECT_FALSE(RunsRegistered(kAuto, NcclOperation::kAllGather, kAutoPeerRegistrationMinBytes));
+  EXPECT_FALSE(RunsRegistered(kAuto, NcclOperation::kAllGather, 8));
+  for (NcclOperation op : {NcclOperation::kAllToAll, NcclOperation::kSendRecv}) {
+    EXPECT_TRUE(RunsRegistered(kAuto, op, kAutoPeerRegistrationMinBytes));
+    EXPECT_TRUE(RunsRegistered(kAuto, op, kAutoRegistrationMinBytes));
+    EXPECT_TRUE(RunsRegistered(kAuto, op, kAutoRegistrationMaxBytes));
+    EXPECT_FALSE(RunsRegistered(kAuto, op, kAutoRegistrationMaxBytes + 1));
+    EXPECT_FALSE(RunsRegistered(kAuto, op, kAutoPeerRegistrationMinBytes - 1));
+    EXPECT_FALSE(RunsRegistered(kAuto, op, 0));
   }
+  // Reductions and broadcast gained nothing registered (broadcast lost): never.
+  for (NcclOperation op : {NcclOperation::kAllReduce, NcclOperation::kBroadcast,
+                           NcclOperation::kReduce, NcclOperation::kReduceScatter}) {
+    for (size_t bytes : {kAutoPeerRegistrationMinBytes, kAutoRegistrationMinBytes,
+                         kAutoRegistrationMaxBytes}) {
+      EXPECT_FALSE(RunsRegistered(kAuto, op, bytes));
+    }
+  }
+  EXPECT_EQ(kAutoPeerRegistrationMinBytes, size_t{4} << 20);
   EXPECT_EQ(kAutoRegistrationMinBytes, size_t{16} << 20);
   EXPECT_EQ(kAutoRegistrationMaxBytes, size_t{64} << 20);
 }

@@ -134,12 +134,16 @@ struct OpSummary {
 // operation may find its operands pointed at staging slots (Issue), so the calls that
 // operations issue read the addresses from here.
 struct Operand {
-  Operand(const Buffer& b, bool read, bool written)
-      : data(b.data), bytes(b.bytes()), read(read), written(written) {}
+  Operand(const Buffer& b, bool read, bool written, bool registered)
+      : data(b.data), bytes(b.bytes()), read(read), written(written), registered(registered) {}
   void* data;
   size_t bytes;
   bool read;
   bool written;
+  // The group's policy runs this buffer registered (registration_policy.h): every
+  // operand of a collective alike; each message of a batch of sends and receives by its
+  // own size, which both of its ends know.
+  bool registered;
 };
 
 // The NCCL communicator itself, shared by the group and its works (which may outlive
@@ -670,19 +674,17 @@ class NcclCommunicator final : public Communicator {
 
   absl::StatusOr<Work> AllReduce(const Buffer& b, ReduceOp op) override {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
-    Operand x[] = {{b, true, true}};
-    return Issue(OpSummary("all_reduce", b, op), b.stream, x,
-                 comm_->RunsRegistered(NcclOperation::kAllReduce, b.bytes()),
-                 [&](ncclComm_t c) {
-                   return ncclAllReduce(x[0].data, x[0].data, b.count, type, NcclOp(op), c,
-                                        b.stream);
-                 });
+    const bool reg = comm_->RunsRegistered(NcclOperation::kAllReduce, b.bytes());
+    Operand x[] = {{b, true, true, reg}};
+    return Issue(OpSummary("all_reduce", b, op), b.stream, x, [&](ncclComm_t c) {
+      return ncclAllReduce(x[0].data, x[0].data, b.count, type, NcclOp(op), c, b.stream);
+    });
   }
 
   absl::StatusOr<Work> Broadcast(const Buffer& b, int root) override {
-    Operand x[] = {{b, true, true}};
+    const bool reg = comm_->RunsRegistered(NcclOperation::kBroadcast, b.bytes());
+    Operand x[] = {{b, true, true, reg}};
     return Issue(OpSummary("broadcast", b, std::nullopt, " from rank ", root), b.stream, x,
-                 comm_->RunsRegistered(NcclOperation::kBroadcast, b.bytes()),
                  [&](ncclComm_t c) {
                    return ncclBroadcast(x[0].data, x[0].data, b.bytes(), ncclUint8, root, c,
                                         b.stream);
@@ -691,56 +693,49 @@ class NcclCommunicator final : public Communicator {
 
   absl::StatusOr<Work> Reduce(const Buffer& b, int root, ReduceOp op) override {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
-    Operand x[] = {{b, true, true}};
-    return Issue(OpSummary("reduce", b, op, " to rank ", root), b.stream, x,
-                 comm_->RunsRegistered(NcclOperation::kReduce, b.bytes()),
-                 [&](ncclComm_t c) {
-                   return ncclReduce(x[0].data, x[0].data, b.count, type, NcclOp(op), root, c,
-                                     b.stream);
-                 });
+    const bool reg = comm_->RunsRegistered(NcclOperation::kReduce, b.bytes());
+    Operand x[] = {{b, true, true, reg}};
+    return Issue(OpSummary("reduce", b, op, " to rank ", root), b.stream, x, [&](ncclComm_t c) {
+      return ncclReduce(x[0].data, x[0].data, b.count, type, NcclOp(op), root, c, b.stream);
+    });
   }
 
   absl::StatusOr<Work> AllGather(const Buffer& in, const Buffer& out) override {
-    Operand x[] = {{in, true, false}, {out, false, true}};
-    return Issue(OpSummary("all_gather", in), in.stream, x,
-                 comm_->RunsRegistered(NcclOperation::kAllGather, out.bytes()),
-                 [&](ncclComm_t c) {
-                   return ncclAllGather(x[0].data, x[1].data, in.bytes(), ncclUint8, c,
-                                        in.stream);
-                 });
+    const bool reg = comm_->RunsRegistered(NcclOperation::kAllGather, out.bytes());
+    Operand x[] = {{in, true, false, reg}, {out, false, true, reg}};
+    return Issue(OpSummary("all_gather", in), in.stream, x, [&](ncclComm_t c) {
+      return ncclAllGather(x[0].data, x[1].data, in.bytes(), ncclUint8, c, in.stream);
+    });
   }
 
-  absl::StatusOr<Work> ReduceScatter(const Buffer& in, const Buffer& out,
-                                     ReduceOp op) override {
+  absl::StatusOr<Work> ReduceScatter(const Buffer& in, const Buffer& out, ReduceOp op) override {
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(in.dtype));
-    Operand x[] = {{in, true, false}, {out, false, true}};
-    return Issue(OpSummary("reduce_scatter", in, op), in.stream, x,
-                 comm_->RunsRegistered(NcclOperation::kReduceScatter, in.bytes()),
-                 [&](ncclComm_t c) {
-                   return ncclReduceScatter(x[0].data, x[1].data, out.count, type, NcclOp(op),
-                                            c, in.stream);
-                 });
+    const bool reg = comm_->RunsRegistered(NcclOperation::kReduceScatter, in.bytes());
+    Operand x[] = {{in, true, false, reg}, {out, false, true, reg}};
+    return Issue(OpSummary("reduce_scatter", in, op), in.stream, x, [&](ncclComm_t c) {
+      return ncclReduceScatter(x[0].data, x[1].data, out.count, type, NcclOp(op), c, in.stream);
+    });
   }
 
   absl::StatusOr<Work> AllToAll(const Buffer& in, const Buffer& out) override {
     const int n = comm_->info.size;
     const size_t chunk = in.bytes() / n;
-    Operand x[] = {{in, true, false}, {out, false, true}};
-    return Issue(OpSummary("all_to_all", in), in.stream, x,
-                 comm_->RunsRegistered(NcclOperation::kAllToAll, in.bytes()),
-                 [&](ncclComm_t c) {
-                   ncclResult_t r = ncclGroupStart();
-                   for (int peer = 0; peer < n && r == ncclSuccess; ++peer) {
-                     r = ncclSend(static_cast<char*>(x[0].data) + peer * chunk, chunk,
-                                  ncclUint8, peer, c, in.stream);
-                     if (r == ncclSuccess) {
-                       r = ncclRecv(static_cast<char*>(x[1].data) + peer * chunk, chunk,
-                                    ncclUint8, peer, c, in.stream);
-                     }
-                   }
-                   const ncclResult_t end = ncclGroupEnd();
-                   return r != ncclSuccess ? r : end;
-                 });
+    // Every rank's input has the same size: chunk bytes to and from each peer.
+    const bool reg = comm_->RunsRegistered(NcclOperation::kAllToAll, in.bytes());
+    Operand x[] = {{in, true, false, reg}, {out, false, true, reg}};
+    return Issue(OpSummary("all_to_all", in), in.stream, x, [&](ncclComm_t c) {
+      ncclResult_t r = ncclGroupStart();
+      for (int peer = 0; peer < n && r == ncclSuccess; ++peer) {
+        r = ncclSend(static_cast<char*>(x[0].data) + peer * chunk, chunk, ncclUint8, peer, c,
+                     in.stream);
+        if (r == ncclSuccess) {
+          r = ncclRecv(static_cast<char*>(x[1].data) + peer * chunk, chunk, ncclUint8, peer, c,
+                       in.stream);
+        }
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      return r != ncclSuccess ? r : end;
+    });
   }
 
   absl::StatusOr<Work> SendRecv(absl::Span<const PeerOp> ops) override {
@@ -753,33 +748,42 @@ class NcclCommunicator final : public Communicator {
       what.batch.assign(ops.begin(), ops.end());
     }
     CUstream_st* stream = ops.front().buffer.stream;
-    size_t largest = 0;
+    absl::InlinedVector<Operand, 4> x;
     for (const PeerOp& op : ops) {
       if (op.buffer.stream != stream) {
         return absl::InvalidArgumentError(
             "a batch of sends and receives must use storages of one stream");
       }
-      largest = std::max(largest, op.buffer.bytes());
-    }
-    absl::InlinedVector<Operand, 4> x;
-    for (const PeerOp& op : ops) {
+      // Decided per message: the peer's receive or send of it has the same size, so
+      // both ends run it on the same communicator whatever else their batches hold.
       const bool send = op.kind == PeerOp::Kind::kSend;
-      x.push_back({op.buffer, send, !send});
+      x.push_back({op.buffer, send, !send,
+                   comm_->RunsRegistered(NcclOperation::kSendRecv, op.buffer.bytes())});
     }
-    return Issue(std::move(what), stream, absl::MakeSpan(x),
-                 comm_->RunsRegistered(NcclOperation::kSendRecv, largest), [&](ncclComm_t c) {
-                   ncclResult_t r = ncclGroupStart();
-                   for (size_t i = 0; i < ops.size() && r == ncclSuccess; ++i) {
-                     const PeerOp& op = ops[i];
-                     r = op.kind == PeerOp::Kind::kSend
-                             ? ncclSend(x[i].data, op.buffer.bytes(), ncclUint8, op.peer, c,
-                                        stream)
-                             : ncclRecv(x[i].data, op.buffer.bytes(), ncclUint8, op.peer, c,
-                                        stream);
-                   }
-                   const ncclResult_t end = ncclGroupEnd();
-                   return r != ncclSuccess ? r : end;
-                 });
+    // `c` is the registered communicator when any message runs registered. The
+    // registered messages go first, as one NCCL group, then the others on the plain
+    // communicator as another: every rank orders the two alike, and each message's two
+    // ends are in the same one, so neither waits for the other rank's second group.
+    return Issue(std::move(what), stream, absl::MakeSpan(x), [&](ncclComm_t c) {
+      for (const bool registered : {true, false}) {
+        if (std::none_of(x.begin(), x.end(),
+                         [&](const Operand& o) { return o.registered == registered; })) {
+          continue;
+        }
+        ncclComm_t on = registered ? c : comm_->comm;
+        ncclResult_t r = ncclGroupStart();
+        for (size_t i = 0; i < ops.size() && r == ncclSuccess; ++i) {
+          if (x[i].registered != registered) continue;
+          const PeerOp& op = ops[i];
+          r = op.kind == PeerOp::Kind::kSend
+                  ? ncclSend(x[i].data, op.buffer.bytes(), ncclUint8, op.peer, on, stream)
+                  : ncclRecv(x[i].data, op.buffer.bytes(), ncclUint8, op.peer, on, stream);
+        }
+        const ncclResult_t end = ncclGroupEnd();
+        if (r != ncclSuccess || end != ncclSuccess) return r != ncclSuccess ? r : end;
+      }
+      return ncclSuccess;
+    });
   }
 
   absl::StatusOr<Work> Barrier() override {
@@ -788,7 +792,7 @@ class NcclCommunicator final : public Communicator {
                                cuda::DeviceGuard::Create(comm_->info.device.index()));
       GENESIS_CUDA_RETURN_IF_ERROR(cudaMalloc(&barrier_buffer_, sizeof(float)));
     }
-    return Issue(OpSummary("barrier"), nullptr, {}, /*registered=*/false, [&](ncclComm_t c) {
+    return Issue(OpSummary("barrier"), nullptr, {}, [&](ncclComm_t c) {
       return ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, c,
                            nullptr);
     });
@@ -946,7 +950,7 @@ class NcclCommunicator final : public Communicator {
         cudaMemcpy(agree_buffer_, &value, sizeof(value), cudaMemcpyHostToDevice));
     GENESIS_ASSIGN_OR_RETURN(
         Work work,
-        Issue(OpSummary("agreement"), nullptr, {}, /*registered=*/false, [&](ncclComm_t c) {
+        Issue(OpSummary("agreement"), nullptr, {}, [&](ncclComm_t c) {
           return ncclAllReduce(agree_buffer_, agree_buffer_, 1, ncclFloat32, ncclMin, c,
                                nullptr);
         }));
@@ -957,10 +961,13 @@ class NcclCommunicator final : public Communicator {
   }
 
   // Issues `call` on the communicator (under its lock, on its device) and returns a
-  // Work that completes with the stream's work. A `registered` operation (the group's
-  // policy says so, alike on every rank) runs on the registered communicator with
-  // every operand registered: operands in a piece of the pool are (registering the
-  // piece once), the others are copied through the staging area before and after it.
+  // Work that completes with the stream's work. An operation with `registered`
+  // operands (the group's policy says so, alike on every rank) runs on the registered
+  // communicator, and each of those operands is registered: in a piece of the pool it
+  // is (registering the piece once), elsewhere it is copied through the staging area
+  // before and after the operation. `call` gets that communicator, else the plain one;
+  // a batch that mixes registered and unregistered messages issues the others on
+  // `comm_->comm` itself.
   // While `stream` is captured into a CUDA graph, NCCL records the call into the graph,
   // which runs it at every replay: nothing runs now, so the Work has finished at once,
   // with no event and nothing for the watchdog (whoever replays the graph waits for its
@@ -970,24 +977,32 @@ class NcclCommunicator final : public Communicator {
   // (registered with `comm`, not the registered communicator).
   template <typename Call>
   absl::StatusOr<Work> Issue(OpSummary what, CUstream_st* stream, absl::Span<Operand> operands,
-                             bool registered, Call&& call) {
+                             Call&& call) {
     GENESIS_RETURN_IF_ERROR(comm_->health.Check());
     // Put into words only on the error paths below.
     auto description = [&] { return absl::StrCat(what.ToString(), " in ", comm_->info.Describe()); };
     GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
                              cuda::DeviceGuard::Create(comm_->info.device.index()));
     const bool captured = cuda::IsCapturing(stream);
-    registered = registered && !captured && !comm_->InWindows(operands);
-    // Registered operations: which operands are registered, and slots for the others.
+    bool registered = std::any_of(operands.begin(), operands.end(),
+                                  [](const Operand& x) { return x.registered; });
+    if (registered && (captured || comm_->InWindows(operands))) {
+      registered = false;
+      for (Operand& x : operands) x.registered = false;
+    }
+    // Registered operations: which operands are registered, and slots for the others
+    // that the policy runs registered.
     absl::InlinedVector<StagedBuffer, 4> originals;
     StagingPlan plan;
     std::unique_lock<std::mutex> staging_lock;
     absl::Status issued;
     if (registered) {
       for (const Operand& x : operands) {
-        const bool in_piece = comm_->registrations != nullptr && x.data != nullptr &&
-                              x.bytes != 0 && comm_->registrations->Prepare(x.data, x.bytes);
-        originals.push_back({x.data, x.bytes, x.read, x.written, in_piece});
+        const bool in_piece = x.registered && comm_->registrations != nullptr &&
+                              x.data != nullptr && x.bytes != 0 &&
+                              comm_->registrations->Prepare(x.data, x.bytes);
+        // An operand the policy runs unregistered needs no slot either.
+        originals.push_back({x.data, x.bytes, x.read, x.written, in_piece || !x.registered});
       }
       plan = PlanStaging(originals);
       if (!plan.slots.empty()) {
@@ -1006,7 +1021,7 @@ class NcclCommunicator final : public Communicator {
     if (issued.ok()) {
       std::lock_guard<std::mutex> lock(comm_->mu);
       ncclComm_t c = registered ? comm_->reg_comm : comm_->comm;
-      if (c == nullptr) {
+      if (c == nullptr || comm_->comm == nullptr) {
         issued = comm_->health.Check();
       } else {
         const ncclResult_t result = call(c);

@@ -17,6 +17,9 @@ namespace genesis::distributed::testing {
 
 std::string RankOutcome::Describe() const {
   std::string what = timed_out ? "hung and was killed"
+                     : stopped_after_failure
+                         ? absl::StrCat("was killed, still running, after rank ", failed_first,
+                                        " failed")
                      : signal != 0 ? absl::StrCat("died of signal ", signal)
                                    : absl::StrCat("exited with ", exit_code);
   return absl::StrCat("rank ", rank, " ", what, " after ", absl::FormatDuration(elapsed),
@@ -24,7 +27,8 @@ std::string RankOutcome::Describe() const {
 }
 
 std::vector<RankOutcome> RunRanks(int n, absl::Duration timeout,
-                                  const std::function<std::string(int rank)>& body) {
+                                  const std::function<std::string(int rank)>& body,
+                                  absl::Duration failure_grace) {
   std::fflush(nullptr);
   const absl::Time start = absl::Now();
   std::vector<pid_t> pids(n, -1);
@@ -58,6 +62,8 @@ std::vector<RankOutcome> RunRanks(int n, absl::Duration timeout,
     }
   };
   for (int rank = 0; rank < n; ++rank) outcomes[rank].rank = rank;
+  int failed_first = -1;  // The first rank that failed, and when.
+  absl::Time failed_at;
   while (running > 0) {
     for (int rank = 0; rank < n; ++rank) {
       if (pids[rank] < 0) continue;
@@ -69,16 +75,27 @@ std::vector<RankOutcome> RunRanks(int n, absl::Duration timeout,
       outcomes[rank].elapsed = absl::Now() - start;
       if (WIFEXITED(status)) outcomes[rank].exit_code = WEXITSTATUS(status);
       if (WIFSIGNALED(status)) outcomes[rank].signal = WTERMSIG(status);
+      if (failed_first < 0 && (outcomes[rank].exit_code != 0 || outcomes[rank].signal != 0)) {
+        failed_first = rank;
+        failed_at = absl::Now();
+      }
       pids[rank] = -1;
       --running;
     }
-    if (running > 0 && absl::Now() - start > timeout) {
+    const bool past_deadline = absl::Now() - start > timeout;
+    const bool past_grace = failed_first >= 0 && absl::Now() - failed_at > failure_grace;
+    if (running > 0 && (past_deadline || past_grace)) {
       for (int rank = 0; rank < n; ++rank) {
         if (pids[rank] < 0) continue;
         kill(pids[rank], SIGKILL);
         waitpid(pids[rank], nullptr, 0);
         drain(rank);
-        outcomes[rank].timed_out = true;
+        if (past_deadline) {
+          outcomes[rank].timed_out = true;
+        } else {
+          outcomes[rank].stopped_after_failure = true;
+          outcomes[rank].failed_first = failed_first;
+        }
         outcomes[rank].elapsed = absl::Now() - start;
         pids[rank] = -1;
         --running;

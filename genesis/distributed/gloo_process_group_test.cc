@@ -171,6 +171,24 @@ TEST(GlooGroupTest, WaitingInAnyOrderRunsEveryOperationInIssueOrder) {
   });
 }
 
+// An operation that its caller does not wait for runs anyway (the group's thread takes
+// it once a waiter had time to come), so a peer that waits for its side finishes.
+TEST(GlooGroupTest, AnOperationNobodyWaitsForRuns) {
+  RunGroup(2, [](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    GENESIS_ASSIGN_OR_TEXT(v, Filled(1000, DType::kFloat32, [&](int64_t i) { return r + i; }));
+    GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(v, ReduceOp::kSum));
+    if (r == 1) {
+      GENESIS_RETURN_IF_BAD(w.Wait());
+    } else {
+      const absl::Time give_up = absl::Now() + absl::Seconds(30);
+      while (!w.Done() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+      if (!w.Done()) return std::string("the operation nobody waited for did not run");
+    }
+    return Check(v, [](int64_t i) { return 1.0 + 2 * i; }, "all_reduce not waited for");
+  });
+}
+
 TEST(GlooGroupTest, AllGatherReduceScatterAllToAll) {
   RunGroup(3, [](ProcessGroup& group) -> std::string {
     const int r = group.rank();

@@ -259,20 +259,11 @@ class GlooCommunicator final : public Communicator {
     std::shared_ptr<WorkState> state;
     std::function<void(uint32_t tag)> run;
     uint32_t tag = 0;
-    absl::Time queued;
   };
 
-  // How long the serving thread leaves a job that was just queued to a waiter that may
-  // run it itself. A caller that waits at once (every synchronous use) comes within
-  // microseconds; a job nobody waits for starts this much later.
-  static constexpr absl::Duration kWaiterGrace = absl::Microseconds(100);
-
   // A first-in, first-out queue of jobs, run one at a time in order: by the thread that
-  // serves it, or by a thread that waits for one of them (JobState::RunHere), which runs
-  // the jobs before its own too and then needs no hand-off to the serving thread and
-  // back. The serving thread leaves a job alone for kWaiterGrace after it was queued,
-  // so that it does not take the job from under a waiter that is on its way: on a
-  // machine with few cores that race decided most small operations' time.
+  // serves it, or by a thread that waits for the job at its head (JobState::RunHere),
+  // which then needs no hand-off to the serving thread and back.
   struct JobQueue {
     explicit JobQueue(GlooCommunicator* owner) : owner(owner) {}
 
@@ -294,35 +285,27 @@ class GlooCommunicator final : public Communicator {
       cv.notify_all();
     }
 
-    // While no job is running and `state`'s job is queued, runs the jobs from the head up
-    // to and including it on this thread, in order; true once it ran `state`'s job,
-    // false if it found that job running or gone (another thread has it).
-    bool RunThrough(const WorkState* state) {
-      for (;;) {
-        Job job;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (running || std::none_of(jobs.begin(), jobs.end(), [&](const Job& j) {
-                return j.state.get() == state;
-              })) {
-            return false;
-          }
-          job = std::move(jobs.front());
-          jobs.pop_front();
-          running = true;
-        }
-        const bool mine = job.state.get() == state;
-        owner->Execute(job);
-        bool wake;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          running = false;
-          // The serving thread waits for a job or the stop, not for this one's end.
-          wake = mine && (stopping || !jobs.empty());
-        }
-        if (wake) cv.notify_all();
-        if (mine) return true;
+    // Takes the job at the head if it is `state`'s and no job is running, and runs it on
+    // this thread; false (nothing done) otherwise.
+    bool RunIfFirst(const WorkState* state) {
+      Job job;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (running || jobs.empty() || jobs.front().state.get() != state) return false;
+        job = std::move(jobs.front());
+        jobs.pop_front();
+        running = true;
       }
+      owner->Execute(job);
+      bool wake;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        running = false;
+        // The serving thread waits for a job or the stop, not for this one's end.
+        wake = stopping || !jobs.empty();
+      }
+      if (wake) cv.notify_all();
+      return true;
     }
   };
 
@@ -345,7 +328,7 @@ class GlooCommunicator final : public Communicator {
       // The operation may run until the group's timeout: only a waiter that would wait
       // as long runs it (Wait(timeout) with less keeps its deadline).
       if (deadline < absl::Now() + timeout_) return false;
-      return queue_->RunThrough(this);
+      return queue_->RunIfFirst(this);
     }
 
    private:
@@ -373,16 +356,15 @@ class GlooCommunicator final : public Communicator {
     {
       std::lock_guard<std::mutex> lock(queue.mu);
       // Tags are given in call order, which every rank shares.
-      queue.jobs.push_back(Job{state, std::move(run), queue.next_tag++, absl::Now()});
+      queue.jobs.push_back(Job{state, std::move(run), queue.next_tag++});
     }
     queue.cv.notify_one();
     return Work(state);
   }
 
   // Serves `queue` until it stops and is empty. It does not look for jobs before it
-  // sleeps: a caller that waits for its operation at once runs it itself (RunThrough),
-  // and the jobs of a burst follow one another without a sleep. A job queued less than
-  // kWaiterGrace ago is left to its waiter until then.
+  // sleeps: a caller that waits for its operation at once runs it itself (RunIfFirst),
+  // and the jobs of a burst follow one another without a sleep.
   void RunJobs(JobQueue& queue) {
     for (;;) {
       Job job;
@@ -392,11 +374,6 @@ class GlooCommunicator final : public Communicator {
           return !queue.running && (queue.stopping || !queue.jobs.empty());
         });
         if (queue.jobs.empty()) return;
-        const absl::Time claim_at = queue.jobs.front().queued + kWaiterGrace;
-        if (!queue.stopping && absl::Now() < claim_at) {
-          queue.cv.wait_until(lock, absl::ToChronoTime(claim_at));
-          continue;  // Looks again: the job may have been run, or another come.
-        }
         job = std::move(queue.jobs.front());
         queue.jobs.pop_front();
         queue.running = true;

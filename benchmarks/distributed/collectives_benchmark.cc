@@ -17,8 +17,9 @@
 // table for torch.distributed.
 //
 // --register=off|auto|on chooses which of the group's operations run on buffers
-// registered with NCCL (auto by default, as in GroupOptions: all_gather from 16 MiB;
-// GENESIS_NCCL_REGISTER overrides it): the operations work on slices at the start of
+// registered with NCCL (auto by default, as in GroupOptions: all_gather of 16 to 64 MiB,
+// all_to_all and messages of 4 to 64 MiB; GENESIS_NCCL_REGISTER overrides it): the
+// operations work on slices at the start of
 // two large pool storages, so sizes up to a piece of the pool's expandable segments run
 // on registered pool memory, and larger ones through the group's registered staging
 // area. Rank 0 prints the registration counters at the end. Compare runs with off.
@@ -72,8 +73,8 @@ ABSL_FLAG(bool, baseline_events, false,
 ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients");
 ABSL_FLAG(std::string, register, "auto",
           "nccl: which operations run on buffers registered with NCCL: off, auto (all_gather "
-          "from 16 MiB) or on (GroupOptions::nccl_registration; GENESIS_NCCL_REGISTER "
-          "overrides it)");
+          "of 16 to 64 MiB, all_to_all and messages of 4 to 64 MiB) or on "
+          "(GroupOptions::nccl_registration; GENESIS_NCCL_REGISTER overrides it)");
 ABSL_FLAG(bool, symmetric, false,
           "genesis's buffers in symmetric memory (an NCCL window: symmetric_window.h)");
 ABSL_FLAG(int, graph_ops, 0,

@@ -25,12 +25,15 @@
 // works on registered buffers in place where it would otherwise copy them through its
 // own buffers. NCCL's rule is that in one operation every rank's buffers are
 // registered or none are, so the group decides per operation, alike on every rank, from
-// its policy alone (kAuto, the default: all_gather from 16 MiB, where it was measured
-// faster; kOn: every operation; kOff: none), and then makes it true on every rank:
+// its policy alone (kAuto, the default: all_gather of 16 to 64 MiB, all_to_all and each
+// sent or received message of 4 to 64 MiB, where it was measured faster; kOn: every
+// operation; kOff: none), and then makes it true on every rank:
 // - A registered operation runs on a communicator of its own (split from the
 //   operations' communicator with shared resources under kAuto, that communicator
 //   itself under kOn), so every other operation runs where nothing is registered and
-//   NCCL finds no registration for it on one rank and not on another.
+//   NCCL finds no registration for it on one rank and not on another. A batch of sends
+//   and receives that mixes registered and other messages issues the registered ones
+//   as one NCCL group there, then the others as another, in that order on every rank.
 // - Its buffers that lie inside one piece of the device pool's expandable segments
 //   (one cuMemCreate allocation: NCCL 2.28 registers a range correctly only inside one,
 //   and ignores cudaMalloc memory) get that whole piece registered, once per

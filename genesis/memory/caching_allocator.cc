@@ -87,7 +87,9 @@ class CachingAllocator::Impl {
     if (fast_path_ && bytes <= fast_max_bytes_) {
       const size_t size = pool_internal::RoundedToBlock(bytes, rounding_mask_);
       ThreadCache* cache = MyCache();
-      if (char* p = cache->Pop(size, stream, bytes)) {
+      char* const p = cache->Pop(size, stream, bytes);
+      ReturnOverflow(*cache);
+      if (p != nullptr) {
         if (observers_.observed()) [[unlikely]] {
           observers_.ReportFast(*cache, AllocatorEventType::kAllocate, size, bytes, p, stream);
         }
@@ -103,7 +105,9 @@ class CachingAllocator::Impl {
     ThreadCache* cache = MyCache();
     FastFreed freed;
     FastFreed* const report = observers_.observed() ? &freed : nullptr;
-    if (cache->FreeOwn(ptr, cache_limits_, report)) {
+    const bool own = cache->FreeOwn(ptr, cache_limits_, report);
+    ReturnOverflow(*cache);
+    if (own) {
       if (report != nullptr) [[unlikely]] {
         observers_.ReportFast(*cache, AllocatorEventType::kFree, freed.size, freed.requested,
                               ptr, freed.stream);
@@ -162,6 +166,14 @@ class CachingAllocator::Impl {
   void FlushThreadCaches();
   // Returns this thread's cached blocks to the free sets; false if it held none.
   bool FlushMyCache();
+  // Gives the over-budget block that the last call on `cache` (this thread's) settled
+  // back to the pool, if there is one.
+  void ReturnOverflow(ThreadCache& cache) {
+    if (cache.overflow.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
+      pool_internal::ReturnOwnOverflow(
+          cache, stats_, [this](const std::vector<Block*>& blocks) { ReturnCachedBlocks(blocks); });
+    }
+  }
   // Takes blocks from thread caches out of the map and back into the free sets.
   void ReturnCachedBlocks(const std::vector<Block*>& blocks);
   absl::Status BadPointer(const void* ptr, const char* what) const {
@@ -255,7 +267,9 @@ absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamI
   const int64_t start_ns = watch ? pool_internal::NowNs() : 0;
 
   if (thread_caches_ && !cache_tried) {
-    if (char* p = MyCache()->Pop(size, stream, bytes)) {
+    char* const p = MyCache()->Pop(size, stream, bytes);
+    ReturnOverflow(*MyCache());
+    if (p != nullptr) {
       if (watch) {
         AllocatorEvent e = pool_internal::MakeEvent(AllocatorEventType::kAllocate, size, bytes,
                                                     p, stream, /*cache_hit=*/true, start_ns);
@@ -268,7 +282,10 @@ absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamI
 
   GENESIS_ASSIGN_OR_RETURN(const size_t segment_size,
                            pool_internal::SegmentSize(size, pool, opt_));
-  if (thread_caches_) FoldMyCurrent();
+  if (thread_caches_) {
+    FoldMyCurrent();
+    ReturnOverflow(*MyCache());
+  }
   Sink events;
   Sink* sink = watch ? &events : nullptr;
   OomReason why;
@@ -302,6 +319,7 @@ absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamI
   if (block.ok()) {
     stats_.CountUnlocked(hit ? kNumCacheHits : kNumCacheMisses);
     map_.Register(*block);
+    if (fast_path_) MyCache()->MarkFresh((*block)->ptr);
     if (sink != nullptr) {
       sink->push_back(pool_internal::MakeEvent(AllocatorEventType::kAllocate, (*block)->size,
                                                bytes, (*block)->ptr, stream, hit, start_ns));
@@ -344,8 +362,14 @@ absl::Status CachingAllocator::Impl::FreeSlow(void* ptr) {
     sink->back().small_pool = b->pool == kSmall;
   }
   if (to_thread_cache && !MyCache()->Push(b, requested, cache_limits_)) {
-    map_.Unregister(b);  // The thread's bin is full: the block goes back to the pool.
-    to_thread_cache = false;
+    // No room in the thread's cache. Held over its limits until the thread's next call
+    // if the pool has no cache_limit to keep (the pair of the same size again is then the
+    // hot pair); else, or if it cannot be held, back to the pool.
+    ReturnOverflow(*MyCache());
+    if (!fast_path_ || !MyCache()->HoldOverBudget(b, requested, cache_limits_)) {
+      map_.Unregister(b);
+      to_thread_cache = false;
+    }
   }
   if (to_thread_cache) {
     if (OverCacheLimit(opt_, stats_.GaugeNow(kCachedBytes, kAllPools))) {
@@ -353,7 +377,10 @@ absl::Status CachingAllocator::Impl::FreeSlow(void* ptr) {
       central_.EnforceCacheLimitLocked(sink);
     }
   } else {
-    if (thread_caches_) FoldMyCurrent();
+    if (thread_caches_) {
+      FoldMyCurrent();
+      ReturnOverflow(*MyCache());
+    }
     absl::Status status;
     {
       std::lock_guard<std::mutex> lock(central_.mu());

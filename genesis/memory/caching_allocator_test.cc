@@ -3,8 +3,11 @@
 #include "genesis/core/byte_size.h"
 #include "genesis/memory/caching_allocator.h"
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -440,6 +443,83 @@ TEST(CachingAllocatorTest, ThreadCacheFlushedAtThreadExit) {
   ASSERT_EQ(snap[0].blocks.size(), 1u);  // Merged back at thread exit.
   EXPECT_FALSE(snap[0].blocks[0].in_thread_cache);
   EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
+// Whether the block at `p` is a free block held in a thread cache.
+bool InThreadCache(const CachingAllocator& pool, const void* p) {
+  for (const auto& segment : pool.Snapshot()) {
+    for (const auto& block : segment.blocks) {
+      if (block.address == p) return block.in_thread_cache;
+    }
+  }
+  return false;
+}
+
+// A block allocated from the pool and freed at once, with no room for it in the thread's
+// cache, stays with the thread until its next call: the same request again gets it
+// back; any other call gives it back to the pool first.
+TEST(CachingAllocatorTest, AFreshBlockWithoutRoomStaysWithTheThreadUntilItsNextCall) {
+  AllocatorOptions o;
+  o.thread_cache_bytes = 1 * kMiB;
+  Pool p = MakePool(o, TestBackend::FakeCuda());
+  void* small = *p.pool->Allocate((kMiB / 2));
+  ASSERT_TRUE(p.pool->Free(small).ok());  // Cached: 512 KiB of the thread's 1 MiB.
+  void* big = *p.pool->Allocate(1 * kMiB);
+  ASSERT_TRUE(p.pool->Free(big).ok());
+  EXPECT_TRUE(InThreadCache(*p.pool, big));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(*p.pool->Allocate(1 * kMiB), big);
+    ASSERT_TRUE(p.pool->Free(big).ok());
+  }
+  MemoryStats st = p.pool->Stats();
+  EXPECT_EQ(st.all.allocated_bytes.current, 0);
+  EXPECT_EQ(st.all.allocated_bytes.peak, static_cast<int64_t>(1 * kMiB));
+  EXPECT_EQ(st.num_allocations, 5);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+
+  void* other = *p.pool->Allocate(4096);  // Another call: big goes back.
+  EXPECT_FALSE(InThreadCache(*p.pool, big));
+  void* again = *p.pool->Allocate(1 * kMiB);  // Through the pool now.
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  ASSERT_TRUE(p.pool->Free(again).ok());
+  ASSERT_TRUE(p.pool->Free(other).ok());
+  st = p.pool->Stats();
+  EXPECT_EQ(st.all.allocated_bytes.current, 0);
+  EXPECT_EQ(st.num_allocations, 7);
+  EXPECT_EQ(st.num_frees, 7);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+}
+
+// EmptyCache on another thread takes a block held that way, like every cached block.
+TEST(CachingAllocatorTest, EmptyCacheTakesABlockAnotherThreadHolds) {
+  AllocatorOptions o;
+  o.thread_cache_bytes = 1 * kMiB;
+  Pool p = MakePool(o, TestBackend::FakeCuda());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool held = false, emptied = false;
+  std::thread t([&] {
+    ASSERT_TRUE(p.pool->Free(*p.pool->Allocate((kMiB / 2))).ok());
+    ASSERT_TRUE(p.pool->Free(*p.pool->Allocate(1 * kMiB)).ok());  // Held over budget.
+    std::unique_lock<std::mutex> lock(mu);
+    held = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return emptied; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return held; });
+  }
+  ASSERT_TRUE(p.pool->EmptyCache().ok());
+  EXPECT_EQ(p.state->live_segments(), 0);
+  EXPECT_EQ(p.pool->Stats().all.reserved_bytes.current, 0);
+  EXPECT_EQ(CheckPoolInvariants(*p.pool), "");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    emptied = true;
+  }
+  cv.notify_all();
+  t.join();
 }
 
 TEST(TestBackendTest, ChecksFreeSegmentArguments) {

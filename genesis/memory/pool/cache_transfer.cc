@@ -30,11 +30,25 @@ bool FlushOwnCache(ThreadCache& cache, PoolStats& stats, GiveBack give_back) {
   std::vector<Block*> blocks;
   {
     OwnerLock::AsOwner lock(cache.mu);
-    if (cache.bytes.load(std::memory_order_relaxed) == 0) return false;
+    if (cache.bytes.load(std::memory_order_relaxed) == 0 &&
+        cache.overflow.load(std::memory_order_relaxed) == nullptr) {
+      return false;
+    }
     TakeCachedBlocks(cache, stats, &blocks);
   }
   give_back(blocks);
   return true;
+}
+
+void ReturnOwnOverflow(ThreadCache& cache, PoolStats& stats, GiveBack give_back) {
+  Block* b;
+  {
+    OwnerLock::AsOwner lock(cache.mu);
+    b = cache.TakeOverflow();
+    if (b == nullptr) return;  // A flush took it first.
+    stats.Fold(cache.stats);
+  }
+  give_back({b});
 }
 
 void AdoptExitingCache(ThreadCacheRegistry& registry, const std::shared_ptr<ThreadCache>& cache,

@@ -34,6 +34,11 @@ void FlushAllCaches(ThreadCacheRegistry& registry, PoolStats& stats, GiveBack gi
 // false (nothing done) if the cache holds none.
 bool FlushOwnCache(ThreadCache& cache, PoolStats& stats, GiveBack give_back);
 
+// Takes the block waiting in the `overflow` of `cache`, the calling thread's own, folds
+// the cache's figures into `stats` and hands the block to `give_back`; nothing if a
+// flush took it first.
+void ReturnOwnOverflow(ThreadCache& cache, PoolStats& stats, GiveBack give_back);
+
 // Removes the cache of an exiting thread (the caller, its owner, holds registry.mu)
 // from `registry`, empties it and hands its blocks to `give_back`.
 void AdoptExitingCache(ThreadCacheRegistry& registry, const std::shared_ptr<ThreadCache>& cache,

@@ -23,10 +23,17 @@ ThreadCache::BinVector* ThreadCache::FindBin(size_t size, StreamId stream, bool 
 void ThreadCache::SettleHot() {
   AccountPendingPairs();
   if (hot.taken) return;  // Handed out: nothing is deferred.
-  // Fits was checked when the block became hot, counting it.
-  hot.bin->push_back({hot.block, hot.ptr, hot.seq, hot.pool, hot.split});
   stats.Account</*kTaken=*/false>(hot.pool, static_cast<int64_t>(hot.size),
                                   static_cast<int64_t>(hot.requested), hot.split);
+  if (hot.over_budget) [[unlikely]] {
+    // No room was made for it: it waits for the pool outside the bins. HoldOverBudget
+    // made it hot only with `overflow` empty, and nothing else fills it.
+    AddBytes(-static_cast<int64_t>(hot.size));
+    overflow.store(hot.block, std::memory_order_relaxed);
+  } else {
+    // Fits was checked when the block became hot, counting it.
+    hot.bin->push_back({hot.block, hot.ptr, hot.seq, hot.pool, hot.split});
+  }
   hot.block = nullptr;
 }
 
@@ -44,6 +51,7 @@ void ThreadCache::TakeBlocks(std::vector<Block*>* blocks) {
     for (const Cached& c : bin) blocks->push_back(c.block);
     bin.clear();
   }
+  if (Block* b = TakeOverflow()) blocks->push_back(b);
   bytes.store(0, std::memory_order_relaxed);
 }
 

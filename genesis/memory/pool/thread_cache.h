@@ -15,7 +15,9 @@
 // the hot block stays the cache's hot record, marked taken, so that its next free finds
 // it with one compare (PopHot and FreeHot: the whole of the common pair); a taken record
 // is a handed-out entry like those in `handed_out`, into which it moves when another
-// block becomes hot.
+// block becomes hot. A block the thread just allocated from the pool and frees at once
+// may be held as the hot block even where the cache's limits have no room for it
+// (HoldOverBudget); settled, it waits in `overflow` for the pool.
 #ifndef GENESIS_MEMORY_POOL_THREAD_CACHE_H_
 #define GENESIS_MEMORY_POOL_THREAD_CACHE_H_
 
@@ -147,6 +149,9 @@ struct ThreadCache {
     int pool = 0;
     bool split = false;
     bool taken = false;
+    // Held although the cache's limits had no room for it (HoldOverBudget): settled, it
+    // goes to `overflow`, never into its bin.
+    bool over_budget = false;
     // stats.version() when the highs of this block's deferred push were last raised.
     uint64_t raised_version = 0;
     // `pushes` when the block last fitted the cache's limits. Only a push makes room
@@ -159,6 +164,14 @@ struct ThreadCache {
   Hot hot;
   // Blocks pushed into bins by PushInto so far (Hot::fitted_at).
   uint64_t pushes = 0;
+  // An over-budget hot block once settled: out of the bins and of `bytes`, accounted in
+  // `stats` as cached, until the owner gives it back to the pool (its next call) or a
+  // flush takes it with the other blocks (TakeBlocks). Written under `mu`; atomic so
+  // that the owner can look for it without the lock.
+  std::atomic<Block*> overflow{nullptr};
+  // The thread's last allocation from the pool and stats.version() then (MarkFresh).
+  const void* fresh = nullptr;
+  uint64_t fresh_version = 0;
 
   // Holding `mu`. Accounts for the hot record's pending pairs and puts the hot block, if
   // any (and not taken), into its bin and accounts for it there.
@@ -245,6 +258,49 @@ struct ThreadCache {
     return PushLocked(b, requested, b->alloc_seq.load(std::memory_order_relaxed), limits);
   }
 
+  // Owner only. Remembers `ptr`, just allocated from the pool, as the thread's fresh
+  // allocation until the cache's statistics next move (any call but a hot pair).
+  void MarkFresh(const void* ptr) {
+    OwnerLock::AsOwner lock(mu);
+    fresh = ptr;
+    fresh_version = stats.version();
+  }
+
+  // Owner only, for an allocated block `b` (`requested` bytes asked for) that Push just
+  // refused for want of room: holds it all the same as the cache's hot block, over the
+  // cache's bytes, so that allocating its size again next is the hot pair. Only the
+  // thread's fresh allocation (MarkFresh), freed with no call in between but hot pairs
+  // of other blocks, qualifies: the loop that allocates and frees one buffer again and
+  // again. Blocks that live across other calls go back to the pool, where best fit may
+  // place the next request of their size better. Any other call settles the held block
+  // into `overflow`, from where it goes back to the pool, so the cache holds more than
+  // its limits for no longer than until the thread's next call. False (nothing changed)
+  // if the block does not qualify, its pool is not cached, it is larger than the whole
+  // cache may hold, its bin is full, or `overflow` is taken.
+  bool HoldOverBudget(Block* b, size_t requested, const ThreadCacheLimits& limits) {
+    if ((b->pool != kSmall && !limits.large_blocks) || b->size > limits.max_bytes) return false;
+    OwnerLock::AsOwner lock(mu);
+    if (b->ptr != fresh || fresh_version != stats.version() ||
+        overflow.load(std::memory_order_relaxed) != nullptr) {
+      return false;
+    }
+    BinVector* const bin = Bin(b->size, b->stream, /*create=*/true);
+    if (bin->size() >= limits.max_blocks_per_bin) return false;
+    VacateHot();
+    const size_t size = b->size;
+    hot = {b,     b->ptr,      size,  b->stream,       requested,
+           b->alloc_seq.load(std::memory_order_relaxed), bin, b->pool, b->split,
+           /*taken=*/false, /*over_budget=*/true, stats.version(), /*fitted_at=*/pushes};
+    AddBytes(static_cast<int64_t>(size));
+    b->state.store(State::kThreadCached, std::memory_order_relaxed);
+    b->requested.store(0, std::memory_order_relaxed);
+    stats.RaiseForDeferredPush(hot.pool, static_cast<int64_t>(size), hot.split);
+    return true;
+  }
+
+  // Holding `mu`: takes the block in `overflow`, if any.
+  Block* TakeOverflow() { return overflow.exchange(nullptr, std::memory_order_relaxed); }
+
   // Owner only. Frees `ptr` into this cache if this thread took it from here and it is
   // still that allocation, with no recorded streams: no allocation-map lookup. False
   // sends the free down the usual path. `freed` (if not null) receives the block's size,
@@ -271,8 +327,9 @@ struct ThreadCache {
     if (!Fits(*slot_bin, size, limits)) return false;
     const int pool = b->pool;
     const bool split = b->split;
-    hot = {b, b->ptr, size, b->stream, requested, seq, slot_bin, pool, split,
-           /*taken=*/false, stats.version(), /*fitted_at=*/pushes};
+    hot = {b,     b->ptr, size,           b->stream,      requested,
+           seq,   slot_bin, pool,         split,          /*taken=*/false,
+           /*over_budget=*/false, stats.version(), /*fitted_at=*/pushes};
     AddBytes(static_cast<int64_t>(size));
     b->state.store(State::kThreadCached, std::memory_order_relaxed);
     b->requested.store(0, std::memory_order_relaxed);
@@ -284,8 +341,9 @@ struct ThreadCache {
   // whose thread exits).
   void Forget();
 
-  // Holding `mu` (as owner or not). Moves every cached block to `blocks` and empties the
-  // bins (their records and `recent` stay); the statistics are left to the caller.
+  // Holding `mu` (as owner or not). Moves every cached block (`overflow` included) to
+  // `blocks` and empties the bins (their records and `recent` stay); the statistics are
+  // left to the caller.
   void TakeBlocks(std::vector<Block*>* blocks);
 
  private:

@@ -306,6 +306,100 @@ TEST(ThreadCacheTest, AHotPairRaisesTheHighsOfItsFree) {
   EXPECT_EQ(cache.stats.High(kSmall, kRequestedBytes), 200);
 }
 
+// A block the thread just allocated from the pool and frees at once, for which the
+// cache has no room, is held as its hot block over the cache's bytes: allocating its
+// size again is the hot pair. The next other call settles it into `overflow`, out of
+// the bins and of `bytes`, accounted as a push.
+TEST(ThreadCacheTest, AFreshBlockWithoutRoomIsHeldOverBudgetUntilTheNextCall) {
+  ThreadCache cache;
+  TestBlock a(0x10000000, 4096), big(0x20000000, 64 << 10);
+  ASSERT_TRUE(cache.Push(&a.block, 1, kLimits));
+  cache.MarkFresh(big.ptr());
+  ASSERT_FALSE(cache.Push(&big.block, 100, kLimits));  // 4 KiB + 64 KiB > 64 KiB.
+  ASSERT_TRUE(cache.HoldOverBudget(&big.block, 100, kLimits));
+  EXPECT_EQ(big.block.state.load(), State::kThreadCached);
+  EXPECT_EQ(big.block.requested.load(), 0u);
+  EXPECT_EQ(cache.bytes.load(), (4u << 10) + (64u << 10));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(cache.PopHot(100, kStream, kMask), big.ptr());
+    EXPECT_EQ(big.block.state.load(), State::kAllocated);
+    EXPECT_EQ(cache.bytes.load(), 4u << 10);
+    ASSERT_TRUE(cache.FreeHot(big.ptr(), kLimits));
+    EXPECT_EQ(cache.bytes.load(), (4u << 10) + (64u << 10));
+  }
+  EXPECT_EQ(cache.overflow.load(), nullptr);
+
+  ASSERT_EQ(cache.Pop(4096, kStream, 1), a.ptr());  // Another call.
+  EXPECT_EQ(cache.overflow.load(), &big.block);
+  EXPECT_EQ(cache.hot.block, nullptr);
+  EXPECT_EQ(cache.bytes.load(), 0u);
+  EXPECT_EQ(big.block.state.load(), State::kThreadCached);
+  EXPECT_EQ(cache.stats.Change(kSmall, kCachedBytes), 64 << 10);  // a: pushed and taken.
+  EXPECT_EQ(cache.stats.Change(kSmall, kRequestedBytes), -100);
+  EXPECT_EQ(cache.Pop(64 << 10, kStream, 100), nullptr);  // Never handed out from there.
+  {
+    OwnerLock::AsOwner lock(cache.mu);
+    EXPECT_EQ(cache.TakeOverflow(), &big.block);
+    EXPECT_EQ(cache.TakeOverflow(), nullptr);
+  }
+}
+
+TEST(ThreadCacheTest, OnlyTheFreshAllocationIsHeldOverBudget) {
+  ThreadCache cache;
+  TestBlock a(0x10000000, 4096), big(0x20000000, 64 << 10), other(0x30000000, 64 << 10);
+  ASSERT_TRUE(cache.Push(&a.block, 1, kLimits));
+
+  cache.MarkFresh(other.ptr());
+  EXPECT_FALSE(cache.HoldOverBudget(&big.block, 1, kLimits));  // Not the fresh one.
+  cache.MarkFresh(big.ptr());
+  ASSERT_EQ(cache.Pop(4096, kStream, 1), a.ptr());  // A call in between.
+  ASSERT_TRUE(cache.FreeOwn(a.ptr(), kLimits, nullptr));
+  EXPECT_FALSE(cache.HoldOverBudget(&big.block, 1, kLimits));
+  EXPECT_EQ(big.block.state.load(), State::kAllocated);
+
+  TestBlock huge(0x40000000, 128 << 10), large(0x50000000, 64 << 10, kLarge);
+  cache.MarkFresh(huge.ptr());
+  EXPECT_FALSE(cache.HoldOverBudget(&huge.block, 1, kLimits));  // More than max_bytes.
+  cache.MarkFresh(large.ptr());
+  EXPECT_FALSE(cache.HoldOverBudget(&large.block, 1, kLimits));  // Large blocks not cached.
+
+  // While a settled block waits in `overflow`, no other is held.
+  cache.MarkFresh(big.ptr());
+  ASSERT_TRUE(cache.HoldOverBudget(&big.block, 1, kLimits));
+  SettleAsOwner(cache);
+  ASSERT_EQ(cache.overflow.load(), &big.block);
+  cache.MarkFresh(other.ptr());
+  EXPECT_FALSE(cache.HoldOverBudget(&other.block, 1, kLimits));
+  EXPECT_EQ(other.block.state.load(), State::kAllocated);
+  {
+    OwnerLock::AsOwner lock(cache.mu);
+    ASSERT_EQ(cache.TakeOverflow(), &big.block);
+  }
+  cache.MarkFresh(other.ptr());
+  EXPECT_TRUE(cache.HoldOverBudget(&other.block, 1, kLimits));
+}
+
+// A flush takes a held block with the others, held or settled.
+TEST(ThreadCacheTest, TakeBlocksTakesAHeldBlockToo) {
+  for (bool settled : {false, true}) {
+    ThreadCache cache;
+    TestBlock a(0x10000000, 4096), big(0x20000000, 64 << 10);
+    ASSERT_TRUE(cache.Push(&a.block, 1, kLimits));
+    cache.MarkFresh(big.ptr());
+    ASSERT_TRUE(cache.HoldOverBudget(&big.block, 1, kLimits));
+    if (settled) SettleAsOwner(cache);
+    std::vector<Block*> blocks;
+    {
+      OwnerLock::AsOwner lock(cache.mu);
+      cache.TakeBlocks(&blocks);
+    }
+    EXPECT_THAT(blocks, UnorderedElementsAre(&a.block, &big.block)) << settled;
+    EXPECT_EQ(cache.bytes.load(), 0u);
+    EXPECT_EQ(cache.overflow.load(), nullptr);
+    EXPECT_EQ(cache.stats.Change(kSmall, kCachedBytes), (4 << 10) + (64 << 10));
+  }
+}
+
 // The hot block defers statistics; settled, every figure is what the cache would have
 // without it: the same operations on a cache settled after each one agree on every
 // change, high and total.

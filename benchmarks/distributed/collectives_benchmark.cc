@@ -18,13 +18,16 @@
 //
 // --register=off|auto|on chooses which of the group's operations run on buffers
 // registered with NCCL (auto by default, as in GroupOptions: all_gather of 16 to 64 MiB,
-// all_to_all and messages of 4 to 64 MiB; GENESIS_NCCL_REGISTER overrides it): the
+// all_to_all of 4 to 64 MiB, messages of 2 to 64 MiB; GENESIS_NCCL_REGISTER overrides it): the
 // operations work on slices at the start of
 // two large pool storages, so sizes up to a piece of the pool's expandable segments run
 // on registered pool memory, and larger ones through the group's registered staging
 // area. Rank 0 prints the registration counters at the end. Compare runs with off.
 // --symmetric puts genesis's buffers in symmetric memory (one NCCL window,
 // distributed/symmetric_window.h), where NCCL runs its symmetric kernels.
+// --baseline_memory=nccl_registered runs the NCCL baseline on ncclMemAlloc buffers
+// registered with the communicator (NCCL's own zero-copy path) instead of cudaMalloc
+// ones. Rank 0 first prints how long creating the group took.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -70,10 +73,13 @@ ABSL_FLAG(bool, baseline, true, "measure NCCL called directly beside genesis (nc
 ABSL_FLAG(bool, baseline_events, false,
           "the NCCL baseline records an event after each operation, as genesis does, to "
           "tell the event's cost from the rest of genesis's");
+ABSL_FLAG(std::string, baseline_memory, "cudamalloc",
+          "the NCCL baseline's buffers: cudamalloc, or nccl_registered (ncclMemAlloc, each "
+          "registered with ncclCommRegister: NCCL's zero-copy path)");
 ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients");
 ABSL_FLAG(std::string, register, "auto",
           "nccl: which operations run on buffers registered with NCCL: off, auto (all_gather "
-          "of 16 to 64 MiB, all_to_all and messages of 4 to 64 MiB) or on "
+          "of 16 to 64 MiB, all_to_all of 4 to 64 MiB, messages of 2 to 64 MiB) or on "
           "(GroupOptions::nccl_registration; GENESIS_NCCL_REGISTER overrides it)");
 ABSL_FLAG(bool, symmetric, false,
           "genesis's buffers in symmetric memory (an NCCL window: symmetric_window.h)");
@@ -472,10 +478,22 @@ absl::Status RunRank() {
   distributed::GroupOptions options;
   GENESIS_ASSIGN_OR_RETURN(options.nccl_registration,
                            distributed::ParseNcclRegistration(absl::GetFlag(FLAGS_register)));
+  const std::string baseline_memory = absl::GetFlag(FLAGS_baseline_memory);
+  if (baseline_memory != "cudamalloc" && baseline_memory != "nccl_registered") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--baseline_memory=", baseline_memory, ": expected cudamalloc or nccl_registered"));
+  }
+  const auto creation_start = std::chrono::steady_clock::now();
   GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
                            distributed::ProcessGroupFromEnvironment(backend, options));
+  const double creation_ms = std::chrono::duration<double, std::milli>(
+                                 std::chrono::steady_clock::now() - creation_start)
+                                 .count();
   const int n = group->size();
   const bool root = group->rank() == 0;
+  // Rank 0's wall time from the environment to a ready group (the rendezvous, NCCL's
+  // communicators and, with registration, the split for registered operations).
+  if (root) std::printf("# group created in %.1f ms\n", creation_ms);
   GENESIS_ASSIGN_OR_RETURN(uint64_t min_bytes, ParseByteSize(absl::GetFlag(FLAGS_min_bytes)));
   GENESIS_ASSIGN_OR_RETURN(uint64_t max_bytes, ParseByteSize(absl::GetFlag(FLAGS_max_bytes)));
   const int warmup = absl::GetFlag(FLAGS_warmup);
@@ -489,8 +507,15 @@ absl::Status RunRank() {
   if (absl::GetFlag(FLAGS_baseline)) {
     if (backend == distributed::Backend::kNccl) {
       GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, SharedUniqueId(*group));
-      GENESIS_ASSIGN_OR_RETURN(raw_nccl, RawNccl::Create(group->rank(), n, group->device().index(),
-                                                         id, max_bytes));
+      const bool registered = baseline_memory == "nccl_registered";
+      GENESIS_ASSIGN_OR_RETURN(
+          raw_nccl, RawNccl::Create(group->rank(), n, group->device().index(), id, max_bytes,
+                                    registered ? RawNccl::Memory::kNcclRegistered
+                                               : RawNccl::Memory::kCudaMalloc));
+      if (root && registered) {
+        std::printf("# the nccl rows run on ncclMemAlloc buffers registered with "
+                    "ncclCommRegister\n");
+      }
       GENESIS_RETURN_IF_ERROR(raw_nccl->RecordEvents(absl::GetFlag(FLAGS_baseline_events)));
       if (root && absl::GetFlag(FLAGS_baseline_events)) {
         std::printf("# the nccl rows record an event after each operation\n");

@@ -27,9 +27,17 @@ absl::Status Check(cudaError_t r, const char* call) {
 class RawNcclImpl final : public RawNccl {
  public:
   ~RawNcclImpl() override {
+    if (send_handle_ != nullptr) ncclCommDeregister(comm_, send_handle_);
+    if (recv_handle_ != nullptr) ncclCommDeregister(comm_, recv_handle_);
     if (comm_ != nullptr) ncclCommDestroy(comm_);
-    if (send_ != nullptr) cudaFree(send_);
-    if (recv_ != nullptr) cudaFree(recv_);
+    for (void* p : {send_, recv_}) {
+      if (p == nullptr) continue;
+      if (memory_ == Memory::kNcclRegistered) {
+        ncclMemFree(p);
+      } else {
+        cudaFree(p);
+      }
+    }
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
     if (event_ != nullptr) cudaEventDestroy(event_);
   }
@@ -43,9 +51,10 @@ class RawNcclImpl final : public RawNccl {
   }
 
   absl::Status Init(int rank, int size, int device, absl::Span<const char> id_bytes,
-                    size_t max_bytes) {
+                    size_t max_bytes, Memory memory) {
     rank_ = rank;
     size_ = size;
+    memory_ = memory;
     if (id_bytes.size() != sizeof(ncclUniqueId)) {
       return absl::InvalidArgumentError("unique id of the wrong size");
     }
@@ -56,9 +65,23 @@ class RawNcclImpl final : public RawNccl {
         !s.ok()) {
       return s;
     }
-    if (auto s = Check(cudaMalloc(&send_, max_bytes), "cudaMalloc"); !s.ok()) return s;
-    if (auto s = Check(cudaMalloc(&recv_, max_bytes), "cudaMalloc"); !s.ok()) return s;
-    return Check(ncclCommInitRank(&comm_, size, id, rank), "ncclCommInitRank");
+    if (memory == Memory::kNcclRegistered) {
+      if (auto s = Check(ncclMemAlloc(&send_, max_bytes), "ncclMemAlloc"); !s.ok()) return s;
+      if (auto s = Check(ncclMemAlloc(&recv_, max_bytes), "ncclMemAlloc"); !s.ok()) return s;
+    } else {
+      if (auto s = Check(cudaMalloc(&send_, max_bytes), "cudaMalloc"); !s.ok()) return s;
+      if (auto s = Check(cudaMalloc(&recv_, max_bytes), "cudaMalloc"); !s.ok()) return s;
+    }
+    if (auto s = Check(ncclCommInitRank(&comm_, size, id, rank), "ncclCommInitRank"); !s.ok()) {
+      return s;
+    }
+    if (memory != Memory::kNcclRegistered) return absl::OkStatus();
+    if (auto s = Check(ncclCommRegister(comm_, send_, max_bytes, &send_handle_),
+                       "ncclCommRegister");
+        !s.ok()) {
+      return s;
+    }
+    return Check(ncclCommRegister(comm_, recv_, max_bytes, &recv_handle_), "ncclCommRegister");
   }
 
   absl::StatusOr<double> Time(const std::string& op, size_t bytes, int warmup,
@@ -229,6 +252,9 @@ class RawNcclImpl final : public RawNccl {
   cudaStream_t stream_ = nullptr;
   void* send_ = nullptr;
   void* recv_ = nullptr;
+  Memory memory_ = Memory::kCudaMalloc;
+  void* send_handle_ = nullptr;  // ncclCommRegister's, with kNcclRegistered.
+  void* recv_handle_ = nullptr;
   cudaEvent_t event_ = nullptr;
   bool record_events_ = false;
 };
@@ -237,9 +263,9 @@ class RawNcclImpl final : public RawNccl {
 
 absl::StatusOr<std::unique_ptr<RawNccl>> RawNccl::Create(int rank, int size, int device,
                                                          absl::Span<const char> unique_id,
-                                                         size_t max_bytes) {
+                                                         size_t max_bytes, Memory memory) {
   auto raw = std::make_unique<RawNcclImpl>();
-  if (auto s = raw->Init(rank, size, device, unique_id, max_bytes); !s.ok()) return s;
+  if (auto s = raw->Init(rank, size, device, unique_id, max_bytes, memory); !s.ok()) return s;
   return std::unique_ptr<RawNccl>(std::move(raw));
 }
 

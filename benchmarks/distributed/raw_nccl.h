@@ -1,5 +1,7 @@
 // The baseline of the collective benchmarks: NCCL called directly on cudaMalloc
-// buffers, the way nccl-tests calls it, in the same process as genesis's groups.
+// buffers, the way nccl-tests calls it, in the same process as genesis's groups; or on
+// buffers from NCCL's own allocator registered with the communicator, NCCL's zero-copy
+// path (nccl-tests' -R 1).
 #ifndef GENESIS_BENCHMARKS_DISTRIBUTED_RAW_NCCL_H_
 #define GENESIS_BENCHMARKS_DISTRIBUTED_RAW_NCCL_H_
 
@@ -15,12 +17,20 @@ namespace genesis::benchmarks {
 
 class RawNccl {
  public:
+  // Where the baseline's two buffers come from.
+  enum class Memory {
+    kCudaMalloc,       // cudaMalloc, not registered.
+    kNcclRegistered,   // ncclMemAlloc, each registered with ncclCommRegister.
+  };
+
   // A blocking NCCL communicator of rank `rank` of `size` on GPU `device`, from a
-  // unique id every rank shares, and buffers for up to `max_bytes`. FailedPrecondition
-  // in a build without NCCL.
+  // unique id every rank shares, and buffers of `memory` for up to `max_bytes`.
+  // FailedPrecondition in a build without NCCL; NCCL's error if it refuses to allocate
+  // or register.
   static absl::StatusOr<std::unique_ptr<RawNccl>> Create(int rank, int size, int device,
                                                          absl::Span<const char> unique_id,
-                                                         size_t max_bytes);
+                                                         size_t max_bytes,
+                                                         Memory memory = Memory::kCudaMalloc);
   virtual ~RawNccl() = default;
 
   // Seconds per operation of `op` ("all_reduce", "all_gather", "reduce_scatter",

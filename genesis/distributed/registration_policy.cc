@@ -14,8 +14,8 @@ bool RunsRegistered(NcclRegistration mode, NcclOperation op, size_t bytes) {
       if (bytes > kAutoRegistrationMaxBytes) return false;
       switch (op) {
         case NcclOperation::kAllGather: return bytes >= kAutoRegistrationMinBytes;
-        case NcclOperation::kAllToAll:
-        case NcclOperation::kSendRecv: return bytes >= kAutoPeerRegistrationMinBytes;
+        case NcclOperation::kAllToAll: return bytes >= kAutoAllToAllRegistrationMinBytes;
+        case NcclOperation::kSendRecv: return bytes >= kAutoMessageRegistrationMinBytes;
         default: return false;
       }
   }

@@ -24,8 +24,9 @@ enum class NcclRegistration {
   kOff,   // No operation runs registered: NCCL copies buffers through its own.
   kAuto,  // Where registration was measured faster on NVLink (docs/distributed.md):
           // all_gather whose output has kAutoRegistrationMinBytes to
-          // kAutoRegistrationMaxBytes; all_to_all, and each message of a batch of sends
-          // and receives, of kAutoPeerRegistrationMinBytes to kAutoRegistrationMaxBytes.
+          // kAutoRegistrationMaxBytes; all_to_all of kAutoAllToAllRegistrationMinBytes,
+          // and each message of a batch of sends and receives of
+          // kAutoMessageRegistrationMinBytes, to kAutoRegistrationMaxBytes.
   kOn,    // Every collective, all_to_all and batch of sends and receives.
 };
 
@@ -40,9 +41,12 @@ inline constexpr size_t kAutoRegistrationMaxBytes = size_t{64} << 20;
 // The all_to_all inputs and the messages that run registered under kAuto, up to
 // kAutoRegistrationMaxBytes. On two and four H200s, registered all_to_all reached
 // 1.03-1.46 of raw NCCL's bus bandwidth from 4 to 64 MiB and sends with receives
-// 1.18-1.93, where unregistered both read 0.96-1.05; at 1 MiB neither gained at both
-// sizes of group, and at 256 MiB (staged) they read 0.73-0.87.
-inline constexpr size_t kAutoPeerRegistrationMinBytes = size_t{4} << 20;
+// 1.18-1.93, where unregistered both read 0.96-1.05; at 256 MiB (staged) they read
+// 0.73-0.87. At 2 MiB sends with receives still gained (1.09 at two ranks, 1.21-1.22 at
+// four, against 0.99-1.01 unregistered) and all_to_all did not (0.94-1.01 against
+// 0.98-1.02); at 1 MiB neither gained at both sizes of group.
+inline constexpr size_t kAutoAllToAllRegistrationMinBytes = size_t{4} << 20;
+inline constexpr size_t kAutoMessageRegistrationMinBytes = size_t{2} << 20;
 
 // The operations a policy tells apart.
 enum class NcclOperation {

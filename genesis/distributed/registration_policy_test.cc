@@ -2,6 +2,8 @@
 // environment's words parse.
 #include "genesis/distributed/registration_policy.h"
 
+#include <utility>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -30,25 +32,32 @@ TEST(RegistrationPolicyTest, AutoRegistersLargeAllGathersAllToAllsAndMessages) {
   EXPECT_TRUE(RunsRegistered(kAuto, NcclOperation::kAllGather, kAutoRegistrationMaxBytes));
   EXPECT_FALSE(RunsRegistered(kAuto, NcclOperation::kAllGather, kAutoRegistrationMaxBytes + 1));
   EXPECT_FALSE(RunsRegistered(kAuto, NcclOperation::kAllGather, kAutoRegistrationMinBytes - 1));
-  EXPECT_FALSE(RunsRegistered(kAuto, NcclOperation::kAllGather, kAutoPeerRegistrationMinBytes));
+  EXPECT_FALSE(
+      RunsRegistered(kAuto, NcclOperation::kAllGather, kAutoAllToAllRegistrationMinBytes));
   EXPECT_FALSE(RunsRegistered(kAuto, NcclOperation::kAllGather, 8));
-  for (NcclOperation op : {NcclOperation::kAllToAll, NcclOperation::kSendRecv}) {
-    EXPECT_TRUE(RunsRegistered(kAuto, op, kAutoPeerRegistrationMinBytes));
+  for (auto [op, min_bytes] :
+       {std::pair{NcclOperation::kAllToAll, kAutoAllToAllRegistrationMinBytes},
+        std::pair{NcclOperation::kSendRecv, kAutoMessageRegistrationMinBytes}}) {
+    EXPECT_TRUE(RunsRegistered(kAuto, op, min_bytes));
     EXPECT_TRUE(RunsRegistered(kAuto, op, kAutoRegistrationMinBytes));
     EXPECT_TRUE(RunsRegistered(kAuto, op, kAutoRegistrationMaxBytes));
     EXPECT_FALSE(RunsRegistered(kAuto, op, kAutoRegistrationMaxBytes + 1));
-    EXPECT_FALSE(RunsRegistered(kAuto, op, kAutoPeerRegistrationMinBytes - 1));
+    EXPECT_FALSE(RunsRegistered(kAuto, op, min_bytes - 1));
     EXPECT_FALSE(RunsRegistered(kAuto, op, 0));
   }
+  // A 2 MiB message runs registered, a 2 MiB all_to_all does not.
+  EXPECT_TRUE(RunsRegistered(kAuto, NcclOperation::kSendRecv, size_t{2} << 20));
+  EXPECT_FALSE(RunsRegistered(kAuto, NcclOperation::kAllToAll, size_t{2} << 20));
   // Reductions and broadcast gained nothing registered (broadcast lost): never.
   for (NcclOperation op : {NcclOperation::kAllReduce, NcclOperation::kBroadcast,
                            NcclOperation::kReduce, NcclOperation::kReduceScatter}) {
-    for (size_t bytes : {kAutoPeerRegistrationMinBytes, kAutoRegistrationMinBytes,
-                         kAutoRegistrationMaxBytes}) {
+    for (size_t bytes : {kAutoMessageRegistrationMinBytes, kAutoAllToAllRegistrationMinBytes,
+                         kAutoRegistrationMinBytes, kAutoRegistrationMaxBytes}) {
       EXPECT_FALSE(RunsRegistered(kAuto, op, bytes));
     }
   }
-  EXPECT_EQ(kAutoPeerRegistrationMinBytes, size_t{4} << 20);
+  EXPECT_EQ(kAutoMessageRegistrationMinBytes, size_t{2} << 20);
+  EXPECT_EQ(kAutoAllToAllRegistrationMinBytes, size_t{4} << 20);
   EXPECT_EQ(kAutoRegistrationMinBytes, size_t{16} << 20);
   EXPECT_EQ(kAutoRegistrationMaxBytes, size_t{64} << 20);
 }

@@ -158,7 +158,8 @@ void RegisterDistributed(py::module_& m) {
       "contradicting variable raises ValueError naming it, a group that does not form "
       "within `timeout` seconds raises naming what it waited for. `nccl_registration` "
       "chooses which NCCL operations run on buffers registered with NCCL: 'auto' (all_gather "
-      "of 16 to 64 MiB, all_to_all and each sent or received message of 4 to 64 MiB, where "
+      "of 16 to 64 MiB, all_to_all of 4 to 64 MiB and each sent or received message of 2 to "
+      "64 MiB, where "
       "that was measured faster), 'on' (every operation) or 'off'; "
       "every rank must pass the same, GENESIS_NCCL_REGISTER overrides it, and another word "
       "raises ValueError.");

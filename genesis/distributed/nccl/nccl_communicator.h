@@ -25,8 +25,9 @@
 // works on registered buffers in place where it would otherwise copy them through its
 // own buffers. NCCL's rule is that in one operation every rank's buffers are
 // registered or none are, so the group decides per operation, alike on every rank, from
-// its policy alone (kAuto, the default: all_gather of 16 to 64 MiB, all_to_all and each
-// sent or received message of 4 to 64 MiB, where it was measured faster; kOn: every
+// its policy alone (kAuto, the default: all_gather of 16 to 64 MiB, all_to_all of 4 to
+// 64 MiB and each sent or received message of 2 to 64 MiB, where it was measured faster;
+// kOn: every
 // operation; kOff: none), and then makes it true on every rank:
 // - A registered operation runs on a communicator of its own (split from the
 //   operations' communicator with shared resources under kAuto, that communicator

@@ -282,10 +282,26 @@ HWY_AFTER_NAMESPACE();
 #include <string>
 #include <vector>
 
+#include <atomic>
+#include <limits>
+
+#include "genesis/storage/internal/bfloat16_native.h"
 #include "genesis/storage/internal/convert_simd.h"
 #include "hwy/targets.h"
 
 namespace genesis::storage::simd {
+namespace {
+
+// ForceTarget's choice, for the native float32 -> bfloat16 kernel: chosen as the best
+// (kAuto), forced (kNative), or left for a forced Highway target (kOther).
+enum class Forced { kAuto, kNative, kOther };
+std::atomic<Forced> forced{Forced::kAuto};
+
+bool UseNativeBFloat16() {
+  return forced.load(std::memory_order_relaxed) != Forced::kOther && HasNativeFloatToBFloat16();
+}
+
+}  // namespace
 
 HWY_EXPORT(FloatToBFloat16Kernel);
 HWY_EXPORT(BFloat16ToFloatKernel);
@@ -293,6 +309,10 @@ HWY_EXPORT(FloatToHalfKernel);
 HWY_EXPORT(HalfToFloatKernel);
 
 void FloatToBFloat16(const float* src, uint16_t* dst, size_t n) {
+  if (UseNativeBFloat16()) {
+    NativeFloatToBFloat16(src, dst, n, kStreamBytes);
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(FloatToBFloat16Kernel)(src, dst, n);
 }
 void BFloat16ToFloat(const uint16_t* src, float* dst, size_t n) {
@@ -305,16 +325,30 @@ void HalfToFloat(const uint16_t* src, float* dst, size_t n) {
   HWY_DYNAMIC_DISPATCH(HalfToFloatKernel)(src, dst, n);
 }
 
-std::vector<int64_t> AvailableTargets() { return hwy::SupportedAndGeneratedTargets(); }
+std::vector<int64_t> AvailableTargets() {
+  std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  if (HasNativeFloatToBFloat16()) targets.insert(targets.begin(), kNativeBFloat16Target);
+  return targets;
+}
 
-std::string TargetName(int64_t target) { return hwy::TargetName(target); }
+std::string TargetName(int64_t target) {
+  if (target == kNativeBFloat16Target) return "AVX512_BF16";
+  return hwy::TargetName(target);
+}
 
 int64_t CurrentTarget() {
-  const std::vector<int64_t> targets = AvailableTargets();
+  if (UseNativeBFloat16()) return kNativeBFloat16Target;
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
   return targets.empty() ? 0 : targets.front();
 }
 
-void ForceTarget(int64_t target) { hwy::SetSupportedTargetsForTest(target); }
+void ForceTarget(int64_t target) {
+  forced.store(target == 0                       ? Forced::kAuto
+               : target == kNativeBFloat16Target ? Forced::kNative
+                                                 : Forced::kOther,
+               std::memory_order_relaxed);
+  hwy::SetSupportedTargetsForTest(target == kNativeBFloat16Target ? 0 : target);
+}
 
 }  // namespace genesis::storage::simd
 #endif  // HWY_ONCE

@@ -1,6 +1,7 @@
 // Vectorised float32 <-> bfloat16 and float32 <-> float16 conversion of contiguous
 // buffers, dispatched at run time (Google Highway) to the best instruction set the CPU
-// has: AVX-512, AVX2 (with F16C, FMA), SSE4 or SSSE3, else scalar. The results are
+// has: AVX-512, AVX2 (with F16C, FMA), SSE4 or SSSE3, else scalar; float32 -> bfloat16
+// with AVX512_BF16's own conversion where the CPU has it. The results are
 // bit-identical to the scalar conversions of genesis/core/half.h (round to nearest even;
 // NaN payloads kept with the quiet bit set; overflow to infinity; subnormals exact).
 //
@@ -13,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,8 +27,14 @@ void BFloat16ToFloat(const uint16_t* src, float* dst, size_t n);
 void FloatToHalf(const float* src, uint16_t* dst, size_t n);
 void HalfToFloat(const uint16_t* src, float* dst, size_t n);
 
+// float32 -> bfloat16 with the CPU's own instruction (bfloat16_native.h), ahead of
+// Highway's targets where the CPU has AVX512_BF16; the other conversions then use the
+// best Highway target.
+inline constexpr int64_t kNativeBFloat16Target = std::numeric_limits<int64_t>::min();
+
 // For tests and reports: the instruction sets this binary has code for and this CPU
-// runs (best first), their names, and the one the functions above use now.
+// runs (best first; kNativeBFloat16Target among them where the CPU has it), their names,
+// and the one the functions above use now.
 std::vector<int64_t> AvailableTargets();
 std::string TargetName(int64_t target);
 int64_t CurrentTarget();

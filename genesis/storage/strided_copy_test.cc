@@ -281,6 +281,26 @@ TEST(StridedCopyTest, TransposesOfOddSizesAndOffsets) {
   }
 }
 
+// Float transposes with both sides of 512 items or more, below the streamed size: the
+// AVX-512 16 x 16 squares where the CPU has them (AVX2's elsewhere), with sides that are
+// not multiples of 16 and offsets that shift the rows against cache lines, both ways.
+TEST(StridedCopyTest, WideFloatTransposesMatchNaiveCopy) {
+  std::mt19937 rng(14);
+  const std::vector<std::vector<int64_t>> shapes = {{512, 512}, {530, 517}, {1024, 600}};
+  for (const std::vector<int64_t>& shape : shapes) {
+    for (int64_t offset : {0, 5}) {
+      const Layout base = *Layout::Contiguous(shape, offset);
+      const Layout t = *base.Transpose(0, 1);
+      const View src{t, offset + base.numel()};
+      const Layout out = *Layout::Contiguous(t.shape(), (offset * 7) % 11);
+      const View dst{out, out.offset() + out.numel()};
+      CheckAllCopies(rng, src, dst, sizeof(float));
+      CheckAllCopies(rng, dst, src, sizeof(float));
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 // Every permutation of 3-D shapes (batches of transposes, or transposes of
 // a merged pair of dims, or none), also sliced, and a few of a 4-D shape.
 TEST(StridedCopyTest, PermutesMatchNaiveCopy) {

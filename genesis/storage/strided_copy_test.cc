@@ -255,6 +255,22 @@ TEST(StridedCopyTest, TransposesUseTilesCorrectly) {
 constexpr size_t kTransposeItemSizes[] = {1, 2,  4,  8,  16, 3,
                                           5, 12, 24, 32, 40, 64};
 
+// The transpose of a matrix of `shape` (items of `item` bytes) made contiguous and
+// back, with no offset and with offsets on both sides that shift the rows against
+// cache lines.
+void CheckTransposesWithOffsets(std::mt19937& rng, const std::vector<int64_t>& shape,
+                                size_t item) {
+  for (int64_t offset : {0, 5}) {
+    const Layout base = *Layout::Contiguous(shape, offset);
+    const Layout t = *base.Transpose(0, 1);
+    const View src{t, offset + base.numel()};
+    const Layout out = *Layout::Contiguous(t.shape(), (offset * 7) % 11);
+    const View dst{out, out.offset() + out.numel()};
+    CheckAllCopies(rng, src, dst, item);
+    CheckAllCopies(rng, dst, src, item);
+  }
+}
+
 // Gathers, scatters and view-to-view copies of transposes of odd and thin
 // shapes, of shapes that fill few squares and of shapes whose rows span
 // whole cache lines (short and long ones), at every item size, with offsets
@@ -267,16 +283,8 @@ TEST(StridedCopyTest, TransposesOfOddSizesAndOffsets) {
       {33, 65},   {50, 2},    {1024, 20}, {20, 1024}};
   for (size_t item : kTransposeItemSizes) {
     for (const std::vector<int64_t>& shape : shapes) {
-      for (int64_t offset : {0, 5}) {
-        const Layout base = *Layout::Contiguous(shape, offset);
-        const Layout t = *base.Transpose(0, 1);
-        const View src{t, offset + base.numel()};
-        const Layout out = *Layout::Contiguous(t.shape(), (offset * 7) % 11);
-        const View dst{out, out.offset() + out.numel()};
-        CheckAllCopies(rng, src, dst, item);
-        CheckAllCopies(rng, dst, src, item);
-        if (HasFatalFailure()) return;
-      }
+      CheckTransposesWithOffsets(rng, shape, item);
+      if (HasFatalFailure()) return;
     }
   }
 }
@@ -288,16 +296,8 @@ TEST(StridedCopyTest, WideFloatTransposesMatchNaiveCopy) {
   std::mt19937 rng(14);
   const std::vector<std::vector<int64_t>> shapes = {{512, 512}, {530, 517}, {1024, 600}};
   for (const std::vector<int64_t>& shape : shapes) {
-    for (int64_t offset : {0, 5}) {
-      const Layout base = *Layout::Contiguous(shape, offset);
-      const Layout t = *base.Transpose(0, 1);
-      const View src{t, offset + base.numel()};
-      const Layout out = *Layout::Contiguous(t.shape(), (offset * 7) % 11);
-      const View dst{out, out.offset() + out.numel()};
-      CheckAllCopies(rng, src, dst, sizeof(float));
-      CheckAllCopies(rng, dst, src, sizeof(float));
-      if (HasFatalFailure()) return;
-    }
+    CheckTransposesWithOffsets(rng, shape, sizeof(float));
+    if (HasFatalFailure()) return;
   }
 }
 

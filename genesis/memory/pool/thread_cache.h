@@ -288,9 +288,9 @@ struct ThreadCache {
     if (bin->size() >= limits.max_blocks_per_bin) return false;
     VacateHot();
     const size_t size = b->size;
-    hot = {b,     b->ptr,      size,  b->stream,       requested,
-           b->alloc_seq.load(std::memory_order_relaxed), bin, b->pool, b->split,
-           /*taken=*/false, /*over_budget=*/true, stats.version(), /*fitted_at=*/pushes};
+    hot = {b, b->ptr, size, b->stream, requested, b->alloc_seq.load(std::memory_order_relaxed),
+           bin, b->pool, b->split, /*taken=*/false, /*over_budget=*/true, stats.version(),
+           /*fitted_at=*/pushes};
     AddBytes(static_cast<int64_t>(size));
     b->state.store(State::kThreadCached, std::memory_order_relaxed);
     b->requested.store(0, std::memory_order_relaxed);
@@ -327,9 +327,8 @@ struct ThreadCache {
     if (!Fits(*slot_bin, size, limits)) return false;
     const int pool = b->pool;
     const bool split = b->split;
-    hot = {b,     b->ptr, size,           b->stream,      requested,
-           seq,   slot_bin, pool,         split,          /*taken=*/false,
-           /*over_budget=*/false, stats.version(), /*fitted_at=*/pushes};
+    hot = {b, b->ptr, size, b->stream, requested, seq, slot_bin, pool, split,
+           /*taken=*/false, /*over_budget=*/false, stats.version(), /*fitted_at=*/pushes};
     AddBytes(static_cast<int64_t>(size));
     b->state.store(State::kThreadCached, std::memory_order_relaxed);
     b->requested.store(0, std::memory_order_relaxed);

@@ -282,10 +282,8 @@ absl::StatusOr<void*> CachingAllocator::Impl::AllocateSlow(size_t bytes, StreamI
 
   GENESIS_ASSIGN_OR_RETURN(const size_t segment_size,
                            pool_internal::SegmentSize(size, pool, opt_));
-  if (thread_caches_) {
-    FoldMyCurrent();
-    ReturnOverflow(*MyCache());
-  }
+  // (The Pop above, or AllocateCached's, settled any held block and gave it back.)
+  if (thread_caches_) FoldMyCurrent();
   Sink events;
   Sink* sink = watch ? &events : nullptr;
   OomReason why;

@@ -1,5 +1,6 @@
 #include "genesis/storage/internal/bfloat16_native.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "genesis/core/half.h"
@@ -41,19 +42,15 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"), always_inline)) inline voi
       _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(lo, exponent), lo, mantissa);
   const __mmask16 sub_hi =
       _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(hi, exponent), hi, mantissa);
+  __m512i v;
   if ((sub_lo | sub_hi) != 0) [[unlikely]] {
     alignas(64) uint16_t out[32];
     ScalarFloatToBFloat16(src, out, 32);
-    const __m512i v = _mm512_load_si512(out);
-    if constexpr (kStream) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), v);
-    } else {
-      _mm512_storeu_si512(dst, v);
-    }
-    return;
+    v = _mm512_load_si512(out);
+  } else {
+    v = reinterpret_cast<__m512i>(
+        _mm512_cvtne2ps_pbh(_mm512_castsi512_ps(hi), _mm512_castsi512_ps(lo)));
   }
-  const __m512i v = reinterpret_cast<__m512i>(
-      _mm512_cvtne2ps_pbh(_mm512_castsi512_ps(hi), _mm512_castsi512_ps(lo)));
   if constexpr (kStream) {
     _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), v);
   } else {
@@ -61,30 +58,33 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"), always_inline)) inline voi
   }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) void Kernel(const float* src,
-                                                                     uint16_t* dst, size_t n,
-                                                                     size_t stream_bytes) {
-  size_t i = 0;
-  // Streamed outputs start at a 64-byte boundary (aligned to their item first).
-  const bool stream =
-      n * sizeof(uint16_t) >= stream_bytes && reinterpret_cast<uintptr_t>(dst) % 2 == 0;
-  if (stream) {
-    const size_t head = (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64 / 2;
-    ScalarFloatToBFloat16(src, dst, head);
-    i = head;
-    for (; i + 32 <= n; i += 32) {
-      _mm_prefetch(reinterpret_cast<const char*>(src + i) + kPrefetchBytes, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(src + i) + kPrefetchBytes + 64, _MM_HINT_T0);
-      Convert32<true>(src + i, dst + i);
-    }
-    _mm_sfence();
-  } else {
-    for (; i + 32 <= n; i += 32) {
-      _mm_prefetch(reinterpret_cast<const char*>(src + i) + kPrefetchBytes, _MM_HINT_T0);
-      Convert32<false>(src + i, dst + i);
-    }
+// Converts from item `i` on, 32 at a time, then the tail one by one; kStream: `dst + i`
+// is 64-byte aligned, and the stores are non-temporal (fenced here).
+template <bool kStream>
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void ConvertFrom(
+    size_t i, const float* src, uint16_t* dst, size_t n) {
+  for (; i + 32 <= n; i += 32) {
+    const char* const ahead = reinterpret_cast<const char*>(src + i) + kPrefetchBytes;
+    _mm_prefetch(ahead, _MM_HINT_T0);
+    // Cached outputs run faster with one line prefetched a step (72-73 against 78 us for
+    // 2^20 values on the build VM); streamed ones read both.
+    if constexpr (kStream) _mm_prefetch(ahead + 64, _MM_HINT_T0);
+    Convert32<kStream>(src + i, dst + i);
   }
+  if constexpr (kStream) _mm_sfence();
   ScalarFloatToBFloat16(src + i, dst + i, n - i);
+}
+
+void Kernel(const float* src, uint16_t* dst, size_t n, size_t stream_bytes) {
+  // Streamed outputs start at a 64-byte boundary (aligned to their item first).
+  if (n * sizeof(uint16_t) >= stream_bytes && reinterpret_cast<uintptr_t>(dst) % 2 == 0) {
+    const size_t head =
+        std::min(n, (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64 / sizeof(uint16_t));
+    ScalarFloatToBFloat16(src, dst, head);
+    ConvertFrom<true>(head, src, dst, n);
+  } else {
+    ConvertFrom<false>(0, src, dst, n);
+  }
 }
 
 #endif  // GENESIS_BF16_NATIVE

@@ -279,11 +279,9 @@ void HalfToFloatKernel(const uint16_t* HWY_RESTRICT src, float* HWY_RESTRICT dst
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include <atomic>
 #include <string>
 #include <vector>
-
-#include <atomic>
-#include <limits>
 
 #include "genesis/storage/internal/bfloat16_native.h"
 #include "genesis/storage/internal/convert_simd.h"

@@ -1,7 +1,8 @@
 // CPU strided copies by size, each beside memcpy of the same bytes in the same run: a
 // transposed square float32 matrix, and every other row of a float32 matrix (rows of
-// 4 KiB), made contiguous with genesis::storage::CopyStridedToContiguous. The argument
-// is the bytes written; bytes_per_second counts them once (as a copy does).
+// 4 KiB), made contiguous with genesis::storage::CopyStridedToContiguous on the calling
+// thread alone and allowed every core (*AllCores). The argument is the bytes written;
+// bytes_per_second counts them once (as a copy does).
 //   bazel run -c opt //benchmarks/transfer:copy_benchmark
 // `genesis bench` plots bandwidth against size from these rows (BM_Copy_<path>_<call>).
 #include <cmath>
@@ -56,22 +57,33 @@ Layout EveryOtherRow(int64_t bytes) {
   return Layout::Contiguous({2 * rows, kRowFloats}).value().Slice(0, 0, 2 * rows, 2).value();
 }
 
-void Strided(benchmark::State& state, const Layout& layout, int64_t base_floats) {
+// The copy on up to `threads` threads (1: the benchmark's own alone).
+void Strided(benchmark::State& state, const Layout& layout, int64_t base_floats,
+             int threads) {
   const Filled src(base_floats);
   Filled dst(layout.numel());
   for (auto _ : state) {
-    CopyStridedToContiguous(src.data(), layout, sizeof(float), dst.data());
+    CopyStridedToContiguous(src.data(), layout, sizeof(float), dst.data(), threads);
     benchmark::ClobberMemory();
   }
   Finish(state);
 }
 
 void BM_Copy_Transposed_CopyStridedToContiguous(benchmark::State& state) {
-  Strided(state, Transposed(state.range(0)), state.range(0) / 4);
+  Strided(state, Transposed(state.range(0)), state.range(0) / 4, 1);
 }
 
 void BM_Copy_Rows_CopyStridedToContiguous(benchmark::State& state) {
-  Strided(state, EveryOtherRow(state.range(0)), 2 * state.range(0) / 4);
+  Strided(state, EveryOtherRow(state.range(0)), 2 * state.range(0) / 4, 1);
+}
+
+// The same copies allowed every core (kAllCores: one thread per MiB at most).
+void BM_Copy_Transposed_CopyStridedToContiguousAllCores(benchmark::State& state) {
+  Strided(state, Transposed(state.range(0)), state.range(0) / 4, kAllCores);
+}
+
+void BM_Copy_Rows_CopyStridedToContiguousAllCores(benchmark::State& state) {
+  Strided(state, EveryOtherRow(state.range(0)), 2 * state.range(0) / 4, kAllCores);
 }
 
 void Memcpy(benchmark::State& state) {
@@ -94,8 +106,10 @@ void Sizes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_Copy_Transposed_CopyStridedToContiguous)->Apply(Sizes);
+BENCHMARK(BM_Copy_Transposed_CopyStridedToContiguousAllCores)->Apply(Sizes);
 BENCHMARK(BM_Copy_Transposed_Memcpy)->Apply(Sizes);
 BENCHMARK(BM_Copy_Rows_CopyStridedToContiguous)->Apply(Sizes);
+BENCHMARK(BM_Copy_Rows_CopyStridedToContiguousAllCores)->Apply(Sizes);
 BENCHMARK(BM_Copy_Rows_Memcpy)->Apply(Sizes);
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "genesis/core/absl_compat.h"
+#include "genesis/core/parallel_for.h"
 #include "genesis/core/status.h"
 #include "genesis/storage/layout.h"
 
@@ -781,9 +782,12 @@ void CopyTransposeBlock(const TransposeKernel& kernel, const char* src,
 // contiguously, and another loop reads contiguously, copies the plan as
 // transpose blocks of those two loops (one per combination of indices of
 // the others) and returns true; otherwise returns false, copying nothing.
+// `plan` is `whole`, or a part of it along dims[0] (a thread's share): the
+// kernel and non-temporal stores are chosen for the whole copy, so that
+// every part copies as the whole would.
 template <size_t kSize>
-bool RunTransposes(const LoopPlan& plan, const char* src, char* dst,
-                   size_t size) {
+bool RunTransposes(const LoopPlan& plan, const LoopPlan& whole, const char* src,
+                   char* dst, size_t size) {
   if (plan.rank < 2) return false;
   const LoopDim& inner = plan.dims[plan.rank - 1];
   // Items of a cache line or more are whole lines already: the general
@@ -798,7 +802,7 @@ bool RunTransposes(const LoopPlan& plan, const char* src, char* dst,
   LoopPlan others;
   int64_t numel = 1;
   for (int d = 0; d < plan.rank; ++d) {
-    numel *= plan.dims[d].size;
+    numel *= whole.dims[d].size;
     if (d != across && d != plan.rank - 1) {
       others.dims[others.rank++] = plan.dims[d];
     }
@@ -806,7 +810,7 @@ bool RunTransposes(const LoopPlan& plan, const char* src, char* dst,
   const int64_t item = static_cast<int64_t>(size);
   const bool stream = numel * item >= kStreamBytes;
   const TransposeKernel kernel = KernelFor<kSize>(
-      size, !stream && std::min(outer.size, inner.size) >= kMinWideSquareSide);
+      size, !stream && std::min(whole.dims[across].size, inner.size) >= kMinWideSquareSide);
   // Too small for one square: leave it to the general loops.
   if (outer.size < kernel.edge || inner.size < kernel.edge) return false;
   ForEachOuter(
@@ -823,13 +827,15 @@ bool RunTransposes(const LoopPlan& plan, const char* src, char* dst,
   return true;
 }
 
+// Copies `plan`, a part of `whole` along dims[0] or all of it (RunTransposes).
 template <size_t kSize>
-void RunPlan(const LoopPlan& plan, const char* src, char* dst, size_t size) {
+void RunPlan(const LoopPlan& plan, const LoopPlan& whole, const char* src, char* dst,
+             size_t size) {
   if (plan.rank == 0) {
     CopyItem<kSize>(dst, src, size);
     return;
   }
-  if (RunTransposes<kSize>(plan, src, dst, size)) return;
+  if (RunTransposes<kSize>(plan, whole, src, dst, size)) return;
   const int64_t item = static_cast<int64_t>(size);
   if (UseTiles(plan, size)) {
     const LoopDim& outer = plan.dims[plan.rank - 2];
@@ -848,26 +854,56 @@ void RunPlan(const LoopPlan& plan, const char* src, char* dst, size_t size) {
                });
 }
 
-// The copy behind every public function, for a non-empty shape: `src` and
-// `dst` point at the first element of each view (offsets applied).
-void CopyElements(const char* src, absl::Span<const int64_t> src_strides,
-                  char* dst, absl::Span<const int64_t> dst_strides,
-                  absl::Span<const int64_t> shape, size_t size) {
-  const LoopPlan plan = PlanLoops(shape, src_strides, dst_strides);
+// RunPlan for the item size.
+void RunPlanOfSize(const LoopPlan& plan, const LoopPlan& whole, const char* src, char* dst,
+                   size_t size) {
   switch (size) {
     case 1:
-      return RunPlan<1>(plan, src, dst, size);
+      return RunPlan<1>(plan, whole, src, dst, size);
     case 2:
-      return RunPlan<2>(plan, src, dst, size);
+      return RunPlan<2>(plan, whole, src, dst, size);
     case 4:
-      return RunPlan<4>(plan, src, dst, size);
+      return RunPlan<4>(plan, whole, src, dst, size);
     case 8:
-      return RunPlan<8>(plan, src, dst, size);
+      return RunPlan<8>(plan, whole, src, dst, size);
     case 16:
-      return RunPlan<16>(plan, src, dst, size);
+      return RunPlan<16>(plan, whole, src, dst, size);
     default:
-      return RunPlan<0>(plan, src, dst, size);
+      return RunPlan<0>(plan, whole, src, dst, size);
   }
+}
+
+// Copies of this many bytes or more per thread may be shared among threads: below
+// it, waking a worker costs more than it saves.
+constexpr int64_t kMinBytesPerThread = int64_t{1} << 20;
+// Parts along a transposed side start at multiples of this many items, so that
+// only the copy's own edges go item by item.
+constexpr int64_t kPartAlignItems = 64;
+
+// The copy behind every public function, for a non-empty shape: `src` and
+// `dst` point at the first element of each view (offsets applied). Shared among
+// up to `threads` threads (CopyThreads) in parts along the outermost loop.
+void CopyElements(const char* src, absl::Span<const int64_t> src_strides,
+                  char* dst, absl::Span<const int64_t> dst_strides,
+                  absl::Span<const int64_t> shape, size_t size, int threads) {
+  const LoopPlan plan = PlanLoops(shape, src_strides, dst_strides);
+  int64_t bytes = static_cast<int64_t>(size);
+  for (int d = 0; d < plan.rank; ++d) bytes *= plan.dims[d].size;
+  const int64_t outer = plan.rank > 0 ? plan.dims[0].size : 1;
+  const int parts = static_cast<int>(std::min<int64_t>(
+      {threads <= 0 ? HardwareThreads() : threads, bytes / kMinBytesPerThread, outer}));
+  if (parts <= 1) return RunPlanOfSize(plan, plan, src, dst, size);
+  const LoopDim& split = plan.dims[0];
+  const int64_t align = outer >= parts * kPartAlignItems ? kPartAlignItems : 1;
+  const int64_t item = static_cast<int64_t>(size);
+  ParallelFor(parts, [&](int part) {
+    const int64_t begin = outer * part / parts / align * align;
+    const int64_t end = part + 1 == parts ? outer : outer * (part + 1) / parts / align * align;
+    LoopPlan mine = plan;
+    mine.dims[0].size = end - begin;
+    RunPlanOfSize(mine, plan, src + begin * split.src_stride * item,
+                  dst + begin * split.dst_stride * item, size);
+  });
 }
 
 // Row-major strides for the shape of the non-empty `layout` (the contiguous
@@ -895,26 +931,27 @@ char* At(void* base, const Layout& layout, size_t size) {
 }  // namespace
 
 void CopyStridedToContiguous(const void* base, const Layout& src,
-                             size_t item_size, void* dst) {
+                             size_t item_size, void* dst, int threads) {
   if (src.numel() == 0) return;
   const std::array<int64_t, kMaxDims> dst_strides = RowMajor(src);
   CopyElements(At(base, src, item_size), src.strides(), static_cast<char*>(dst),
                absl::MakeConstSpan(dst_strides.data(), src.strides().size()),
-               src.shape(), item_size);
+               src.shape(), item_size, threads);
 }
 
 void CopyContiguousToStrided(const void* src, const Layout& dst,
-                             size_t item_size, void* dst_base) {
+                             size_t item_size, void* dst_base, int threads) {
   if (dst.numel() == 0) return;
   const std::array<int64_t, kMaxDims> src_strides = RowMajor(dst);
   CopyElements(static_cast<const char*>(src),
                absl::MakeConstSpan(src_strides.data(), dst.strides().size()),
                At(dst_base, dst, item_size), dst.strides(), dst.shape(),
-               item_size);
+               item_size, threads);
 }
 
 absl::Status CopyStrided(const void* src_base, const Layout& src,
-                         void* dst_base, const Layout& dst, size_t item_size) {
+                         void* dst_base, const Layout& dst, size_t item_size,
+                         int threads) {
   GENESIS_RETURN_IF_ERROR(
       strided_internal::CheckSameShape(src, dst, "CopyStrided"));
   if (item_size == 0) {
@@ -924,7 +961,7 @@ absl::Status CopyStrided(const void* src_base, const Layout& src,
   if (src.numel() == 0) return absl::OkStatus();  // Buffers may be null.
   CopyElements(At(src_base, src, item_size), src.strides(),
                At(dst_base, dst, item_size), dst.strides(), src.shape(),
-               item_size);
+               item_size, threads);
   return absl::OkStatus();
 }
 

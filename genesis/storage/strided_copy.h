@@ -17,7 +17,13 @@
 // non-temporal stores for copies of 8 MiB and more. Items of 1, 2, 4, 8 and 16
 // bytes are copied with fixed-size moves, other sizes below 64 bytes with two
 // overlapping word moves, larger ones with memcpy. Buffers need no particular
-// alignment. Single-threaded.
+// alignment.
+//
+// Threads: each copy takes `threads`, the most threads it may use, the calling one
+// among them (core/parallel_for.h). The default, 1, copies on the calling thread
+// alone; kAllCores allows one per hardware thread. A copy uses one thread per MiB at
+// most, each copying a band of the outermost loop (destination rows, for a
+// transpose), and returns once all of them have finished.
 //
 // Preconditions the copies do not check (callers check them once, e.g. with
 // Layout::CheckFits, when the views are made): each view fits its base
@@ -37,28 +43,34 @@
 
 namespace genesis::storage {
 
+// `threads` for a copy that may use every hardware thread.
+inline constexpr int kAllCores = 0;
+
 // Copies the elements of the view `src` of the buffer at `base` (which points
 // at base element 0, not at src.offset()) to `dst` in row-major order, so
 // that `dst` holds src.numel() * item_size contiguous bytes. Broadcast
-// (stride-0) dims are materialised. Requires item_size >= 1.
+// (stride-0) dims are materialised. Requires item_size >= 1. Uses up to
+// `threads` threads (kAllCores, or below 0: one per hardware thread).
 void CopyStridedToContiguous(const void* base, const Layout& src,
-                             size_t item_size, void* dst);
+                             size_t item_size, void* dst, int threads = 1);
 
 // The reverse: writes the dst.numel() items at `src` (contiguous, row-major)
 // to the elements of the view `dst` of the buffer at `dst_base`. Base
 // elements the view does not reach are left unchanged. Requires
 // item_size >= 1 and that `dst` reaches no base element twice (no stride-0
-// dim of size > 1).
+// dim of size > 1). Uses up to `threads` threads, as above.
 void CopyContiguousToStrided(const void* src, const Layout& dst,
-                             size_t item_size, void* dst_base);
+                             size_t item_size, void* dst_base, int threads = 1);
 
 // Copies every element of the view `src` of `src_base` to the element with
 // the same multi-index in the view `dst` of `dst_base`. InvalidArgument if
 // the shapes differ (naming both), if item_size is 0, or if a non-empty `dst`
 // has a stride-0 dim of size > 1 (two elements would be written to one
-// place); otherwise OK, with the copy done.
+// place); otherwise OK, with the copy done. Uses up to `threads` threads, as
+// above.
 absl::Status CopyStrided(const void* src_base, const Layout& src,
-                         void* dst_base, const Layout& dst, size_t item_size);
+                         void* dst_base, const Layout& dst, size_t item_size,
+                         int threads = 1);
 
 // Implementation details shared with convert.cc; not for direct use.
 namespace strided_internal {

@@ -137,11 +137,12 @@ std::vector<int64_t> AnyShape(std::mt19937& rng) {
   return RandomShape(rng, static_cast<int>(rng() % 6), 6);
 }
 
-// Checks all three copies for src -> dst views of the same shape.
+// Checks all three copies for src -> dst views of the same shape, each
+// allowed `threads` threads.
 void CheckAllCopies(std::mt19937& rng, const View& src, const View& dst,
-                    size_t item) {
+                    size_t item, int threads = 1) {
   SCOPED_TRACE(testing::Message() << "item " << item << " src " << src.layout
-                                  << " dst " << dst.layout);
+                                  << " dst " << dst.layout << " threads " << threads);
   const Bytes src_base = RandomBytes(rng, src.base_numel * item);
   const int64_t numel = src.layout.numel();
 
@@ -151,7 +152,7 @@ void CheckAllCopies(std::mt19937& rng, const View& src, const View& dst,
   Bytes expected_gathered = gathered;
   NaiveCopy(src_base, src.layout, expected_gathered,
             *Layout::Contiguous(src.layout.shape()), item);
-  CopyStridedToContiguous(src_base.data(), src.layout, item, gathered.data());
+  CopyStridedToContiguous(src_base.data(), src.layout, item, gathered.data(), threads);
   ASSERT_EQ(gathered, expected_gathered);
 
   // Scatter the gathered items into dst's base; unreached bytes keep their
@@ -160,7 +161,7 @@ void CheckAllCopies(std::mt19937& rng, const View& src, const View& dst,
   Bytes expected_scattered = scattered;
   NaiveCopy(gathered, *Layout::Contiguous(dst.layout.shape()),
             expected_scattered, dst.layout, item);
-  CopyContiguousToStrided(gathered.data(), dst.layout, item, scattered.data());
+  CopyContiguousToStrided(gathered.data(), dst.layout, item, scattered.data(), threads);
   ASSERT_EQ(scattered, expected_scattered);
 
   // View to view.
@@ -168,7 +169,7 @@ void CheckAllCopies(std::mt19937& rng, const View& src, const View& dst,
   Bytes expected_copied = copied;
   NaiveCopy(src_base, src.layout, expected_copied, dst.layout, item);
   ASSERT_TRUE(
-      CopyStrided(src_base.data(), src.layout, copied.data(), dst.layout, item)
+      CopyStrided(src_base.data(), src.layout, copied.data(), dst.layout, item, threads)
           .ok());
   ASSERT_EQ(copied, expected_copied);
 }
@@ -409,6 +410,38 @@ TEST(StridedCopyTest, BigTransposes) {
       }
     }
   }
+}
+
+// Copies of 2 MiB and more shared among threads (bands of the outermost loop, one
+// per MiB at most): transposes whose sides are multiples of the squares' edge or not,
+// in cache and streamed, both ways; every other row; a batch of transposes (outermost
+// loop of 2 or 3); and a permute. Four threads split every one of them into parts,
+// whatever the machine's cores; kAllCores uses what the machine has.
+TEST(StridedCopyTest, CopiesSharedAmongThreadsMatchNaiveCopy) {
+  std::mt19937 rng(15);
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int> perm;
+    size_t item;
+  };
+  const std::vector<Case> cases = {
+      {{1024, 1024}, {1, 0}, 4},    {{1037, 1000}, {1, 0}, 4},  {{1500, 1700}, {1, 0}, 1},
+      {{1100, 1100}, {1, 0}, 8},    {{2, 700, 900}, {0, 2, 1}, 4}, {{600, 3, 700}, {1, 0, 2}, 2},
+      {{4100, 300}, {1, 0}, 3}};
+  for (const Case& c : cases) {
+    const Layout base = *Layout::Contiguous(c.shape, 1);
+    const Layout p = *base.Permute(c.perm);
+    const Layout out = *Layout::Contiguous(p.shape(), 3);
+    for (const int threads : {4, kAllCores}) {
+      CheckAllCopies(rng, {p, 1 + base.numel()}, {out, 3 + out.numel()}, c.item, threads);
+      CheckAllCopies(rng, {out, 3 + out.numel()}, {p, 1 + base.numel()}, c.item, threads);
+      if (HasFatalFailure()) return;
+    }
+  }
+  // Every other row of a 2048 x 1024 float matrix.
+  const Layout rows = *Layout::Contiguous({2048, 1024})->Slice(0, 0, 2048, 2);
+  const Layout rows_out = *Layout::Contiguous(rows.shape());
+  CheckAllCopies(rng, {rows, 2048 * 1024}, {rows_out, rows_out.numel()}, 4, /*threads=*/4);
 }
 
 TEST(StridedCopyTest, CopyStridedErrors) {

@@ -175,6 +175,11 @@ void CopyPlots(const BenchReportInput& input, nlohmann::json& plots) {
     plot["series"].push_back(Series(it->second, p.genesis_label,
                                     absl::StrCat("BM_Copy_", p.path, "_", p.genesis, "/"), time,
                                     true));
+    if (std::string(p.run_id) == "copy_cpu") {
+      plot["series"].push_back(Series(it->second, absl::StrCat(p.genesis_label, ", all cores"),
+                                      absl::StrCat("BM_Copy_", p.path, "_", p.genesis, "AllCores/"),
+                                      time, true));
+    }
     plot["series"].push_back(Series(it->second, p.baseline_label,
                                     absl::StrCat("BM_Copy_", p.path, "_", p.baseline, "/"), time,
                                     true));

@@ -219,8 +219,12 @@ struct SweepPath {
 constexpr SweepPath kSweepPaths[] = {
     {"copy_cpu", "Transposed", "CPU transposed float32 square -> contiguous",
      "CopyStridedToContiguous", "Memcpy"},
+    {"copy_cpu", "Transposed", "CPU transposed float32 square -> contiguous, all cores",
+     "CopyStridedToContiguousAllCores", "Memcpy"},
     {"copy_cpu", "Rows", "CPU every other row of a float32 matrix -> contiguous",
      "CopyStridedToContiguous", "Memcpy"},
+    {"copy_cpu", "Rows", "CPU every other row of a float32 matrix -> contiguous, all cores",
+     "CopyStridedToContiguousAllCores", "Memcpy"},
     {"copy_cuda", "H2DPinned", "pinned host to device", "CopyBytesAsync", "CudaMemcpyAsync"},
     {"copy_cuda", "D2HPinned", "device to pinned host", "CopyBytesAsync", "CudaMemcpyAsync"},
     {"copy_cuda", "D2D", "device to device", "CopyBytesAsync", "CudaMemcpyAsync"},

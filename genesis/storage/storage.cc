@@ -1,5 +1,6 @@
 #include "genesis/storage/storage.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -296,6 +297,21 @@ absl::StatusOr<Storage> Storage::Squeeze(int dim) const {
 
 // ---- Copies.
 
+namespace {
+std::atomic<int> host_copy_threads{1};
+}  // namespace
+
+absl::Status SetHostCopyThreads(int threads) {
+  if (threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SetHostCopyThreads: ", threads, " threads (0 means one per core)"));
+  }
+  host_copy_threads.store(threads, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+int HostCopyThreads() { return host_copy_threads.load(std::memory_order_relaxed); }
+
 absl::StatusOr<Storage> Storage::Contiguous() const {
   GENESIS_RETURN_IF_ERROR(CheckDefined("Contiguous"));
   if (is_contiguous()) return *this;
@@ -388,7 +404,8 @@ absl::Status Storage::CopyOrConvert(const Storage& src, bool convert) {
   return OnDevice(device(), [&]() -> absl::Status {
     if (device().is_cpu()) {
       if (src.dtype_ == dtype_) {
-        return CopyStrided(src_base, src.layout_, dst_base, layout_, itemsize());
+        return CopyStrided(src_base, src.layout_, dst_base, layout_, itemsize(),
+                           HostCopyThreads());
       }
       return ConvertStrided(src_base, src.layout_, src.dtype_, dst_base, layout_, dtype_);
     }
@@ -430,7 +447,7 @@ absl::Status Storage::CopyToHost(void* dst, size_t dst_bytes) const {
   if (numel() == 0) return absl::OkStatus();
   if (dst == nullptr) return absl::InvalidArgumentError("CopyToHost: destination is null");
   if (device().is_cpu()) {
-    CopyStridedToContiguous(base_ptr(), layout_, itemsize(), dst);
+    CopyStridedToContiguous(base_ptr(), layout_, itemsize(), dst, HostCopyThreads());
     return absl::OkStatus();
   }
   GENESIS_ASSIGN_OR_RETURN(const Storage contiguous, Contiguous());

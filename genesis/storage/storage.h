@@ -249,6 +249,16 @@ class Storage {
 // overflowing shape (naming it), an unknown dtype, or more than 2^62 bytes.
 absl::StatusOr<size_t> ContiguousBytes(absl::Span<const int64_t> shape, DType dtype);
 
+// The most threads that the copies of CPU storages of one dtype (CopyFrom, Contiguous,
+// Clone, To(device) between CPU storages, CopyToHost) may use, the calling thread among
+// them, for the whole process: 1, the default, copies on the calling thread alone; 0
+// (kAllCores) allows one per hardware thread. Copies of 2 MiB and more are shared among
+// them (strided_copy.h); conversions between dtypes stay on the calling thread.
+// InvalidArgument for a negative count, nothing changed.
+absl::Status SetHostCopyThreads(int threads);
+// What SetHostCopyThreads set last (1 if never).
+int HostCopyThreads();
+
 // ---- Factories (F4). Each returns a contiguous storage of `shape` on `device`, its
 // memory drawn from the device's pool with `options`. Errors: InvalidArgument for a
 // negative or overflowing shape (naming it), an invalid dtype, a bad alignment, pinned

@@ -502,6 +502,45 @@ TEST(StorageThreadTest, SharedAcrossThreads) {
   EXPECT_EQ(tracker.live_count(), 1u);
 }
 
+// Host copies shared among threads: a 1100 x 1100 float matrix (4.6 MiB) transposed
+// and made contiguous, copied into a transposed view and read back whole, with up to 4
+// threads and with one per core; a negative count is refused and changes nothing.
+TEST(StorageThreadTest, HostCopiesSharedAmongThreads) {
+  ASSERT_EQ(HostCopyThreads(), 1);
+  EXPECT_THAT(SetHostCopyThreads(-1).message(), HasSubstr("-1 threads"));
+  EXPECT_EQ(HostCopyThreads(), 1);
+  constexpr int64_t n = 1100;
+  auto m = Arange(0, n * n, 1, DType::kFloat32, Device::Cpu());
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto square = m->Reshape({n, n});
+  ASSERT_TRUE(square.ok()) << square.status();
+  for (const int threads : {4, kAllCores}) {
+    ASSERT_TRUE(SetHostCopyThreads(threads).ok());
+    EXPECT_EQ(HostCopyThreads(), threads);
+    auto t = square->Transpose(0, 1);
+    ASSERT_TRUE(t.ok()) << t.status();
+    auto c = t->Contiguous();
+    ASSERT_TRUE(c.ok()) << c.status();
+    std::vector<float> host(n * n);
+    ASSERT_TRUE(t->CopyToHost(host.data(), host.size() * sizeof(float)).ok());
+    const std::vector<float> contiguous = *c->ToVector<float>();
+    int wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const float expected = static_cast<float>(j * n + i);
+        wrong += contiguous[i * n + j] != expected || host[i * n + j] != expected;
+      }
+    }
+    EXPECT_EQ(wrong, 0) << threads << " threads";
+    // And back through CopyFrom into a transposed view: the original again.
+    auto back = Zeros({n, n}, DType::kFloat32, Device::Cpu());
+    ASSERT_TRUE(back.ok()) << back.status();
+    ASSERT_TRUE(back->Transpose(0, 1)->CopyFrom(*c).ok());
+    EXPECT_EQ(*back->ToVector<float>(), *square->ToVector<float>()) << threads << " threads";
+  }
+  ASSERT_TRUE(SetHostCopyThreads(1).ok());
+}
+
 TEST(StorageUndefinedTest, OperationsFail) {
   Storage s;
   EXPECT_FALSE(s.defined());

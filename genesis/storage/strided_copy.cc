@@ -882,7 +882,7 @@ constexpr int64_t kPartAlignItems = 64;
 
 // The copy behind every public function, for a non-empty shape: `src` and
 // `dst` point at the first element of each view (offsets applied). Shared among
-// up to `threads` threads (CopyThreads) in parts along the outermost loop.
+// up to `threads` threads (strided_copy.h) in parts along the outermost loop.
 void CopyElements(const char* src, absl::Span<const int64_t> src_strides,
                   char* dst, absl::Span<const int64_t> dst_strides,
                   absl::Span<const int64_t> shape, size_t size, int threads) {

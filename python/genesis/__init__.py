@@ -33,6 +33,7 @@ from genesis._genesis import (  # noqa: F401  (re-exported)
     empty,
     from_dlpack,
     full,
+    host_copy_threads,
     manual_seed,
     ones,
     pinned_memory_stats,
@@ -40,6 +41,7 @@ from genesis._genesis import (  # noqa: F401  (re-exported)
     rand,
     randint,
     randn,
+    set_host_copy_threads,
     zeros,
 )
 from genesis._genesis import (  # noqa: F401  (the dtypes)

@@ -1,5 +1,6 @@
-// Moving storages from Python: copy_storage, its asynchronous form, and the batch copier
-// (batch_copy, BatchStorage) of genesis/storage/copy_storage.h.
+// Moving storages from Python: copy_storage, its asynchronous form, the batch copier
+// (batch_copy, BatchStorage) of genesis/storage/copy_storage.h, and the threads that CPU
+// storages' copies may use (set_host_copy_threads).
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +62,16 @@ void RegisterCopies(py::module_& m) {
         return Unwrap(storage::PlanBatchCopy(srcs, dsts)).ToString();
       },
       py::arg("srcs"), py::arg("dsts"), "How batch_copy would move these pairs, and why.");
+
+  m.def(
+      "set_host_copy_threads",
+      [](int threads) { ThrowIfError(storage::SetHostCopyThreads(threads)); }, py::arg("threads"),
+      "Sets the most threads that copies of CPU storages of one dtype (copy_, contiguous, "
+      "clone, to) may use, the calling one among them, for the whole process: 1 (the "
+      "default) copies on the calling thread, 0 allows one per core. Copies of 2 MiB and "
+      "more are shared. Raises ValueError for a negative count.");
+  m.def("host_copy_threads", &storage::HostCopyThreads,
+        "What set_host_copy_threads set last (1 if never).");
 
   py::class_<BatchStorage>(m, "BatchStorage", "Storages moved together (the seeds' BatchStorage).")
       .def(py::init([](const std::vector<Storage>& storages) {

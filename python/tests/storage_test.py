@@ -225,6 +225,22 @@ class CopyTest(unittest.TestCase):
         with self.assertRaises(IndexError):
             target[5]
 
+    def test_host_copies_shared_among_threads(self):
+        self.assertEqual(genesis.host_copy_threads(), 1)
+        with self.assertRaisesRegex(ValueError, "-1 threads"):
+            genesis.set_host_copy_threads(-1)
+        self.assertEqual(genesis.host_copy_threads(), 1)
+        n = 1100  # 4.6 MiB of float32: shared among threads.
+        x = genesis.arange(0, n * n, 1, dtype=genesis.float32).reshape(n, n)
+        expected = x.transpose(0, 1).contiguous().tolist()
+        try:
+            for threads in (4, 0):
+                genesis.set_host_copy_threads(threads)
+                self.assertEqual(genesis.host_copy_threads(), threads)
+                self.assertEqual(x.transpose(0, 1).contiguous().tolist(), expected)
+        finally:
+            genesis.set_host_copy_threads(1)
+
     def test_bad_batches_name_the_pair(self):
         with self.assertRaisesRegex(ValueError, "2.*1|1.*2"):
             genesis.batch_copy([genesis.zeros(2), genesis.zeros(2)], [genesis.zeros(2)])

@@ -1,5 +1,7 @@
 #include "genesis/core/parallel_for.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -28,7 +30,14 @@ class Workers {
  public:
   // Never destroyed: workers may still wait on its lock while the process exits.
   static Workers& Get() {
-    static Workers* const workers = new Workers;
+    static Workers* const workers = [] {
+      Workers* w = new Workers;
+      // A child forked while a worker held the lock would inherit it locked: the
+      // forking thread holds it across fork(), and the child starts without workers.
+      pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); },
+                     [] { Get().ForgetWorkers(); });
+      return w;
+    }();
     return *workers;
   }
 
@@ -90,6 +99,15 @@ class Workers {
       // batch after this.
       if (++batch->finished == batch->parts) done_.notify_all();
     }
+  }
+
+  // In a forked child, holding mu_ (taken before the fork): the parent's workers and
+  // callers do not exist here. Starts afresh, unlocked.
+  void ForgetWorkers() {
+    queue_.clear();
+    queued_.store(0, std::memory_order_relaxed);
+    threads_ = 0;
+    mu_.unlock();
   }
 
   // Holding mu_: takes `batch` out of the queue if it is still there.

@@ -8,7 +8,8 @@
 // process. The calling thread runs parts too, and takes parts that no worker has taken
 // yet, so a call never waits for a worker that is busy elsewhere: several threads may
 // call at once, and a part may itself call ParallelFor. Locks are std::mutex, so that
-// ThreadSanitizer follows every hand-off.
+// ThreadSanitizer follows every hand-off. A child process forked from a thread that is
+// not inside ParallelFor starts without workers and makes its own when it needs them.
 #ifndef GENESIS_CORE_PARALLEL_FOR_H_
 #define GENESIS_CORE_PARALLEL_FOR_H_
 

@@ -34,7 +34,7 @@ class Workers {
       Workers* w = new Workers;
       // A child forked while a worker held the lock would inherit it locked: the
       // forking thread holds it across fork(), and the child starts without workers.
-      pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); },
+      pthread_atfork([] { Get().sync_->mu.lock(); }, [] { Get().sync_->mu.unlock(); },
                      [] { Get().ForgetWorkers(); });
       return w;
     }();
@@ -43,17 +43,18 @@ class Workers {
 
   void Run(int parts, absl::FunctionRef<void(int)> part) {
     Batch batch{part, parts};
+    Sync& sync = *sync_;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(sync.mu);
       queue_.push_back(&batch);
       queued_.store(static_cast<int>(queue_.size()), std::memory_order_relaxed);
       // Enough workers for the other parts, as far as there are cores for them.
       const int wanted = std::min(parts - 1, HardwareThreads() - 1);
       for (; threads_ < wanted; ++threads_) std::thread([this] { Work(); }).detach();
     }
-    work_.notify_all();
+    sync.work.notify_all();
     part(0);
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(sync.mu);
     ++batch.finished;
     // Take what no worker has taken yet.
     while (batch.next < batch.parts) {
@@ -64,14 +65,15 @@ class Workers {
       ++batch.finished;
     }
     Remove(&batch);
-    done_.wait(lock, [&] { return batch.finished == batch.parts; });
+    sync.done.wait(lock, [&] { return batch.finished == batch.parts; });
   }
 
  private:
   Workers() = default;
 
   void Work() {
-    std::unique_lock<std::mutex> lock(mu_);
+    Sync& sync = *sync_;
+    std::unique_lock<std::mutex> lock(sync.mu);
     for (;;) {
       if (queue_.empty()) {
         // Spin a while before sleeping: waking a sleeping thread takes tens of
@@ -84,7 +86,7 @@ class Workers {
           Pause();
         }
         lock.lock();
-        work_.wait(lock, [this] { return !queue_.empty(); });
+        sync.work.wait(lock, [this] { return !queue_.empty(); });
       }
       Batch* const batch = queue_.front();
       if (batch->next >= batch->parts) {
@@ -97,25 +99,27 @@ class Workers {
       lock.lock();
       // The caller may return as soon as the lock is released: nothing touches the
       // batch after this.
-      if (++batch->finished == batch->parts) done_.notify_all();
+      if (++batch->finished == batch->parts) sync.done.notify_all();
     }
   }
 
-  // In a forked child, holding mu_ (taken before the fork): the parent's workers and
-  // callers do not exist here. Starts afresh, unlocked.
+  // In a forked child, holding the lock (taken before the fork): the parent's workers
+  // and callers do not exist here, but the lock and condition variables still count
+  // them (the parent's sleeping workers as waiters, which would hold up a notify for
+  // ever). Starts afresh with new ones; the old ones are left as they are.
   void ForgetWorkers() {
     queue_.clear();
     queued_.store(0, std::memory_order_relaxed);
     threads_ = 0;
-    mu_.unlock();
+    sync_ = new Sync;
   }
 
-  // Holding mu_: takes `batch` out of the queue if it is still there.
+  // Holding the lock: takes `batch` out of the queue if it is still there.
   void Remove(Batch* batch) {
     const auto it = std::find(queue_.begin(), queue_.end(), batch);
     if (it != queue_.end()) Pop(it);
   }
-  // Holding mu_: erases `it` from the queue.
+  // Holding the lock: erases `it` from the queue.
   void Pop(std::deque<Batch*>::iterator it) {
     queue_.erase(it);
     queued_.store(static_cast<int>(queue_.size()), std::memory_order_relaxed);
@@ -127,10 +131,14 @@ class Workers {
 #endif
   }
 
-  std::mutex mu_;
-  std::condition_variable work_;  // A batch was queued.
-  std::condition_variable done_;  // A batch's last part finished.
-  std::deque<Batch*> queue_;      // Batches with parts not yet handed out (or just done).
+  // The lock and the condition variables, replaced only in a forked child.
+  struct Sync {
+    std::mutex mu;
+    std::condition_variable work;  // A batch was queued.
+    std::condition_variable done;  // A batch's last part finished.
+  };
+  Sync* sync_ = new Sync;
+  std::deque<Batch*> queue_;  // Batches with parts not yet handed out (or just done).
   // queue_.size(), for spinning workers to read without the lock.
   std::atomic<int> queued_{0};
   int threads_ = 0;  // Workers started.

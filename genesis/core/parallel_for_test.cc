@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -80,29 +81,45 @@ TEST(ParallelForTest, ConcurrentAndNestedCallsFinish) {
 
 TEST(ParallelForTest, HardwareThreadsIsPositive) { EXPECT_GE(HardwareThreads(), 1); }
 
-// A child forked while the parent's workers run parts of other calls gets workers of its
-// own: its calls finish (with 4 parts, so on other threads where there are cores).
-// Without the fork handlers a child hung in 1 of 3 runs.
-TEST(ParallelForTest, ForkedChildRunsItsOwnParts) {
-#if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "ThreadSanitizer does not support new threads after a multi-threaded fork";
-#endif
-  std::atomic<bool> stop{false};
-  std::thread busy([&] {
-    while (!stop) ParallelFor(4, [](int) { std::this_thread::yield(); });
-  });
+// Forks 20 children, each of which must finish three ParallelFor calls of 4 parts (on
+// other threads where there are cores) within its own process.
+void ExpectForkedChildrenFinish() {
   for (int round = 0; round < 20; ++round) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       std::atomic<int> sum{0};
-      ParallelFor(4, [&](int i) { sum.fetch_add(i + 1); });
-      _exit(sum.load() == 10 ? 0 : 1);
+      for (int call = 0; call < 3; ++call) {
+        ParallelFor(4, [&](int i) { sum.fetch_add(i + 1); });
+        // Past the workers' spin: the next call wakes them.
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      _exit(sum.load() == 30 ? 0 : 1);
     }
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round;
   }
+}
+
+// Children forked while the parent's workers sleep (waiting for work), and while they run
+// parts of other calls, get workers of their own. With the parent's lock and condition
+// variables inherited as they were, children hung: on the lock held at the fork (1 of 3
+// runs on two cores), and on condition variables with the parent's sleeping workers
+// counted as waiters (every run on 32 cores).
+TEST(ParallelForTest, ForkedChildrenRunTheirOwnParts) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer does not support new threads after a multi-threaded fork";
+#endif
+  ParallelFor(4, [](int) {});
+  // Past the workers' spin: they sleep.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ExpectForkedChildrenFinish();
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    while (!stop) ParallelFor(4, [](int) { std::this_thread::yield(); });
+  });
+  ExpectForkedChildrenFinish();
   stop = true;
   busy.join();
 }

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "benchmarks/distributed/fork_ranks.h"
 #include "genesis/distributed/gloo/gloo_reduce.h"
 #include "gloo/allgather.h"
 #include "gloo/allreduce.h"
@@ -32,10 +33,15 @@ class RawGlooImpl final : public RawGloo {
     }
     try {
       for (int i = 0; i < warmup; ++i) Issue(op, bytes / 4);
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < iters; ++i) Issue(op, bytes / 4);
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-             iters;
+      std::vector<double> seconds;
+      seconds.reserve(iters);
+      for (int i = 0; i < iters; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        Issue(op, bytes / 4);
+        seconds.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      return Median(std::move(seconds));
     } catch (const std::exception& e) {
       return absl::InternalError(absl::StrCat("gloo ", op, ": ", e.what()));
     }

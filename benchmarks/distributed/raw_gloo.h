@@ -20,8 +20,8 @@ class RawGloo {
                                                          size_t max_bytes);
   virtual ~RawGloo() = default;
 
-  // Seconds per operation as RawNccl::Time; Unimplemented for an operation Gloo lacks
-  // (reduce_scatter of arbitrary sizes).
+  // The median of `iters` operations' seconds, each timed alone after `warmup` untimed
+  // ones; Unimplemented for an operation Gloo lacks (reduce_scatter of arbitrary sizes).
   virtual absl::StatusOr<double> Time(const std::string& op, size_t bytes, int warmup,
                                       int iters) = 0;
 };

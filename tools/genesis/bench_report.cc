@@ -293,10 +293,15 @@ std::vector<PairRow> ComputeRows(const BenchReportInput& input) {
     if (row.target > 0) {
       row.target_text = absl::StrCat(">= ", FormatTarget(row.target), "x");
       if (row.ratio > 0) row.met = row.ratio >= row.target ? "yes" : "no";
+      if (row.met == "no") {
+        row.shortfall = absl::StrFormat("%.0f%%", 100 * (1 - row.ratio / row.target));
+      }
     } else if (pair.max_extra_ns > 0) {
       row.target_text = absl::StrCat("<= +", FormatNs(pair.max_extra_ns));
       if (row.ratio > 0) {
-        row.met = fig->time_ns - base->time_ns <= pair.max_extra_ns ? "yes" : "no";
+        const double extra = fig->time_ns - base->time_ns;
+        row.met = extra <= pair.max_extra_ns ? "yes" : "no";
+        if (row.met == "no") row.shortfall = absl::StrCat("+", FormatNs(extra));
       }
     }
     rows.push_back(std::move(row));
@@ -358,6 +363,23 @@ std::string RenderReport(const BenchReportInput& input, const std::vector<PairRo
     }
   }
 
+  std::string missed;
+  for (const PairRow& r : rows) {
+    if (r.met != "no") continue;
+    absl::StrAppend(&missed, "| ", r.suite, " | ", Cell(r.pair->label), " | ",
+                    Cell(r.pair->baseline_label), " | ", FormatRatio(r.ratio), " | ",
+                    r.target_text, " | ", r.shortfall, " | ",
+                    r.pair->limit.empty() ? "not known" : Cell(r.pair->limit), " |\n");
+  }
+  if (!missed.empty()) {
+    absl::StrAppend(&md, "\n## Targets missed\n\n",
+                    "By how much each missed target is missed (short of a ratio, or the time "
+                    "beyond the baseline), and what is known to limit the row.\n\n",
+                    "| suite | figure | baseline | speed-up | target | missed by | what limits "
+                    "it |\n| --- | --- | --- | --- | --- | --- | --- |\n",
+                    missed);
+  }
+
   md += "\n## Plots\n\n";
   if (!input.plots_skipped.empty()) {
     absl::StrAppend(&md, "Plots skipped: ", input.plots_skipped, "\n");
@@ -408,7 +430,8 @@ nlohmann::json ReportJson(const BenchReportInput& input, const std::vector<PairR
                         {"baseline", r.pair->baseline}, {"baseline_label", r.pair->baseline_label},
                         {"baseline_text", r.baseline_text}, {"ratio", r.ratio},
                         {"target", r.target}, {"target_text", r.target_text},
-                        {"met", r.met}});
+                        {"met", r.met}, {"shortfall", r.shortfall},
+                        {"limit", r.pair->limit}});
   }
   return {{"command", input.command}, {"date", input.date}, {"seconds", input.seconds},
           {"quick", input.quick}, {"repetitions", input.repetitions},

@@ -52,6 +52,9 @@ struct PairRow {
   // The target as the report prints it: ">= 0.98x", "<= +1 us"; empty: none.
   std::string target_text;
   std::string met;            // "yes", "no", or "" without a target or ratio.
+  // Where the target is missed, by how much: "32%" short of a ratio, "+1.20 us" beyond
+  // a time above the baseline; empty otherwise.
+  std::string shortfall;
 };
 
 // The rows of every pair whose run ran. Optional pairs with neither benchmark present
@@ -65,7 +68,9 @@ std::string FormatNs(double ns);
 std::string FormatRate(double bytes_per_second);
 
 // report.md: the run, a summary per suite, the machine, one table per suite (figure,
-// baseline, ratio, target, met), the plots, what was skipped and why, the files.
+// baseline, ratio, target, met), every missed target with its shortfall and what is
+// known to limit it (BenchPair::limit, or that nothing is), the plots, what was skipped
+// and why, the files.
 std::string RenderReport(const BenchReportInput& input, const std::vector<PairRow>& rows);
 
 // summary.json: the same facts for machines (stable keys: "suites", "runs", "rows").

@@ -146,6 +146,53 @@ TEST(BenchReportTest, CollectiveTargetsAreBusBandwidthAndMicrosecondsAbove) {
   EXPECT_THAT(ReportJson(in, rows).dump(), HasSubstr("\"target_text\":\"<= +1.00 us\""));
 }
 
+// Each missed target is listed once more with its shortfall and its known limit, or
+// that none is known; met targets are not.
+TEST(BenchReportTest, MissedTargetsSayByHowMuchAndWhy) {
+  BenchReportInput in = Input();
+  in.suites = {"collectives"};
+  in.runs = {{"collectives_cpu", "ran", "", "cpu", "raw/collectives_cpu.json", 1.0}};
+  in.files.clear();
+  in.files["collectives_cpu"] = ParseBenchFile(R"({"context": {}, "benchmarks": [
+      {"name": "all_reduce/genesis/8192", "real_time": 125, "time_unit": "us"},
+      {"name": "all_reduce/gloo/8192", "real_time": 100, "time_unit": "us"},
+      {"name": "broadcast/genesis/8192", "real_time": 80, "time_unit": "us"},
+      {"name": "broadcast/gloo/8192", "real_time": 80, "time_unit": "us"}]})",
+                                               "collectives_cpu.json")
+                                    .value();
+  const std::vector<PairRow> rows = ComputeRows(in);
+  const PairRow* slow = RowFor(rows, "all_reduce/genesis/8192", "all_reduce/gloo/8192");
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(slow->met, "no");
+  EXPECT_EQ(slow->shortfall, "16%");  // 0.8x of a 0.95x target.
+  EXPECT_THAT(slow->pair->limit, HasSubstr("Gloo's event loop"));
+  const std::string md = RenderReport(in, rows);
+  EXPECT_THAT(md, HasSubstr("## Targets missed"));
+  EXPECT_THAT(md, HasSubstr("| collectives | all_reduce, 8 KiB | gloo called directly | 0.80x | "
+                            ">= 0.95x | 16% | Gloo's event loop"));
+  EXPECT_THAT(md, Not(HasSubstr("| collectives | broadcast, 8 KiB |")));
+  EXPECT_THAT(ReportJson(in, rows).dump(), HasSubstr("\"shortfall\":\"16%\""));
+
+  // A NCCL row above its time target: the time beyond the baseline; no limit known for
+  // bucketed views.
+  in.runs = {{"collectives_cuda", "ran", "", "cuda:0", "raw/collectives_cuda.json", 1.0}};
+  in.files.clear();
+  in.files["collectives_cuda"] = ParseBenchFile(R"({"context": {}, "benchmarks": [
+      {"name": "all_gather/genesis/8192", "real_time": 9.6, "time_unit": "us"},
+      {"name": "all_gather/nccl/8192", "real_time": 8.5, "time_unit": "us"},
+      {"name": "bucketed_all_reduce/views", "real_time": 500, "time_unit": "us"},
+      {"name": "bucketed_all_reduce/flat", "real_time": 400, "time_unit": "us"}]})",
+                                                "collectives_cuda.json")
+                                     .value();
+  const std::vector<PairRow> cuda_rows = ComputeRows(in);
+  const PairRow* above = RowFor(cuda_rows, "all_gather/genesis/8192", "all_gather/nccl/8192");
+  ASSERT_NE(above, nullptr);
+  EXPECT_EQ(above->shortfall, "+1.10 us");
+  const std::string cuda_md = RenderReport(in, cuda_rows);
+  EXPECT_THAT(cuda_md, HasSubstr("| <= +1.00 us | +1.10 us | not known |"));
+  EXPECT_THAT(cuda_md, HasSubstr("| 0.80x | >= 0.95x | 16% | not known |"));
+}
+
 TEST(BenchReportTest, MarkdownTablesParse) {
   const BenchReportInput in = Input();
   const std::string md = RenderReport(in, ComputeRows(in));
@@ -166,7 +213,7 @@ TEST(BenchReportTest, MarkdownTablesParse) {
     }
     EXPECT_EQ(cells, header_cells) << line;
   }
-  EXPECT_EQ(tables, 2);  // Summary and alloc.
+  EXPECT_EQ(tables, 3);  // Summary, alloc, and the targets missed (512 B against malloc).
   EXPECT_THAT(md, HasSubstr("| alloc | partly run | cpu |"));
   EXPECT_THAT(md, HasSubstr("| host pool, 512 B, 16 threads (throughput) | 5.00 ns | the same, "
                             "1 thread | 50.0 ns | 10.0x | >= 1.6x | yes |"));

@@ -71,6 +71,9 @@ struct BenchPair {
   // that ran it) (0: `target` as it is). A 16-thread row on 2 cores cannot show 16x.
   int scaling_threads = 0;
   std::string target_source;   // Where the target is stated ("README"), for the report.
+  // What is known to hold this row below its target where it misses, as measured (the
+  // docs give the measurements); empty: nothing is known, and the report says so.
+  std::string limit;
   // Left out of the report when neither benchmark ran (rows for GPUs or traces this
   // machine lacks); otherwise a missing benchmark is reported as such.
   bool optional = false;

@@ -367,8 +367,8 @@ std::string RenderReport(const BenchReportInput& input, const std::vector<PairRo
   for (const PairRow& r : rows) {
     if (r.met != "no") continue;
     absl::StrAppend(&missed, "| ", r.suite, " | ", Cell(r.pair->label), " | ",
-                    Cell(r.pair->baseline_label), " | ", FormatRatio(r.ratio), " | ",
-                    r.target_text, " | ", r.shortfall, " | ",
+                    Cell(r.pair->baseline_label), " | ", FormatRatio(r.ratio), " | ", r.target_text,
+                    " | ", r.shortfall, " | ",
                     r.pair->limit.empty() ? "not known" : Cell(r.pair->limit), " |\n");
   }
   if (!missed.empty()) {
@@ -425,12 +425,19 @@ nlohmann::json ReportJson(const BenchReportInput& input, const std::vector<PairR
   }
   nlohmann::json out_rows = nlohmann::json::array();
   for (const PairRow& r : rows) {
-    out_rows.push_back({{"suite", r.suite}, {"run", r.pair->run_id}, {"label", r.pair->label},
-                        {"figure", r.pair->figure}, {"figure_text", r.figure_text},
-                        {"baseline", r.pair->baseline}, {"baseline_label", r.pair->baseline_label},
-                        {"baseline_text", r.baseline_text}, {"ratio", r.ratio},
-                        {"target", r.target}, {"target_text", r.target_text},
-                        {"met", r.met}, {"shortfall", r.shortfall},
+    out_rows.push_back({{"suite", r.suite},
+                        {"run", r.pair->run_id},
+                        {"label", r.pair->label},
+                        {"figure", r.pair->figure},
+                        {"figure_text", r.figure_text},
+                        {"baseline", r.pair->baseline},
+                        {"baseline_label", r.pair->baseline_label},
+                        {"baseline_text", r.baseline_text},
+                        {"ratio", r.ratio},
+                        {"target", r.target},
+                        {"target_text", r.target_text},
+                        {"met", r.met},
+                        {"shortfall", r.shortfall},
                         {"limit", r.pair->limit}});
   }
   return {{"command", input.command}, {"date", input.date}, {"seconds", input.seconds},

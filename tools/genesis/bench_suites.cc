@@ -266,12 +266,12 @@ void AddCopyPairs(std::vector<BenchPair>& pairs) {
       // CPU strided copies: at least half of memcpy's bandwidth.
       const bool one_thread_transpose = cpu && std::string(p.path) == "Transposed" &&
                                         std::string(p.genesis) == "CopyStridedToContiguous";
-      pairs.push_back(WithLimit(
-          Pair(p.run_id, absl::StrCat(p.label, ", ", SizeName(size)),
-               absl::StrCat("BM_Copy_", p.path, "_", p.genesis, "/", s, time), p.baseline,
-               absl::StrCat("BM_Copy_", p.path, "_", p.baseline, "/", s, time),
-               BenchMetric::kBandwidth, cpu ? 0.5 : 0),
-          one_thread_transpose ? kTransposeLimit : ""));
+      pairs.push_back(
+          WithLimit(Pair(p.run_id, absl::StrCat(p.label, ", ", SizeName(size)),
+                         absl::StrCat("BM_Copy_", p.path, "_", p.genesis, "/", s, time), p.baseline,
+                         absl::StrCat("BM_Copy_", p.path, "_", p.baseline, "/", s, time),
+                         BenchMetric::kBandwidth, cpu ? 0.5 : 0),
+                    one_thread_transpose ? kTransposeLimit : ""));
     }
   }
   const BenchMetric bw = BenchMetric::kBandwidth;

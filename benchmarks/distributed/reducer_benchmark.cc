@@ -15,7 +15,10 @@
 //   after backward    backward, then BucketedAllReduce (nothing overlaps);
 //   reducer           backward with the Reducer, up to the end of Finish's work.
 // Exposed communication is a step's time less the backward's; the goal (PyTorch DDP's)
-// is at most 10% of the flat all_reduce. Gradients as separate storages (packed
+// is at most 10% of the flat all_reduce. Where it goes: "bw under" is the backward's
+// kernels in the reducer's step, from the GPU's events (first kernel's start to last
+// kernel's end), beside "bw alone", the same events without the reducer; what the step
+// takes beyond "bw under" is the tail of collectives left when the backward ended. Gradients as separate storages (packed
 // buckets) and as views of one flat buffer (in place); --bucket (25 MiB) buckets, the
 // first --first_bucket (1 MiB). The last bucket cannot start before backward ends, so
 // its collective is always exposed: the reducer's tail tapers down to --last_bucket
@@ -43,6 +46,7 @@
 #include "genesis/core/byte_size.h"
 #include "genesis/core/status.h"
 #include "genesis/cuda/device_query.h"
+#include "genesis/cuda/event.h"
 #include "genesis/cuda/stream.h"
 #include "genesis/distributed/bucketed.h"
 #include "genesis/distributed/process_group_factory.h"
@@ -113,15 +117,31 @@ absl::StatusOr<Model> MakeModel(int layers, uint64_t total, Device device, CUstr
 struct Timing {
   double seconds;  // To the end of the work on the stream.
   double host;     // To the return of the call that queues it.
+  double marked;   // Between the step's two BackwardEvents, on the GPU (0: not recorded).
+};
+
+// Events a step records on its stream before its first backward kernel and after its
+// last, read once the step's work has ended.
+struct BackwardEvents {
+  static absl::StatusOr<BackwardEvents> Create(int device) {
+    GENESIS_ASSIGN_OR_RETURN(cuda::Event begin, cuda::Event::Create(device, /*timing=*/true));
+    GENESIS_ASSIGN_OR_RETURN(cuda::Event end, cuda::Event::Create(device, /*timing=*/true));
+    return BackwardEvents{std::move(begin), std::move(end)};
+  }
+  cuda::Event begin;
+  cuda::Event end;
 };
 
 // Times `step` (which queues work and returns) from a common start on every rank to
 // the end of the work on `stream`, and to its return: the medians of --iters steps
-// after --warmup.
+// after --warmup. With `events`, also the GPU's time between the two that the step
+// records.
 absl::StatusOr<Timing> Time(ProcessGroup& group, const cuda::Stream& stream,
-                            const std::function<absl::Status()>& step) {
+                            const std::function<absl::Status()>& step,
+                            const BackwardEvents* events = nullptr) {
   std::vector<double> times;
   std::vector<double> hosts;
+  std::vector<double> marked;
   for (int i = 0; i < absl::GetFlag(FLAGS_warmup) + absl::GetFlag(FLAGS_iters); ++i) {
     GENESIS_RETURN_IF_ERROR(stream.Synchronize());
     GENESIS_ASSIGN_OR_RETURN(Work barrier, group.Barrier());
@@ -135,9 +155,13 @@ absl::StatusOr<Timing> Time(ProcessGroup& group, const cuda::Stream& stream,
     if (i >= absl::GetFlag(FLAGS_warmup)) {
       times.push_back(std::chrono::duration<double>(end - start).count());
       hosts.push_back(std::chrono::duration<double>(queued - start).count());
+      if (events != nullptr) {
+        GENESIS_ASSIGN_OR_RETURN(float ms, cuda::Event::ElapsedMs(events->begin, events->end));
+        marked.push_back(ms * 1e-3);
+      }
     }
   }
-  return Timing{Median(times), Median(hosts)};
+  return Timing{Median(times), Median(hosts), marked.empty() ? 0 : Median(marked)};
 }
 
 absl::Status RunRank() {
@@ -168,9 +192,9 @@ absl::Status RunRank() {
                     ? "not tapered"
                     : FormatByteSize(tapered.last_bucket_bytes).c_str(),
                 tapered.taper);
-    std::printf("%-7s %-9s %10s %10s %10s %10s %9s %10s %10s %9s %8s %10s\n", "layers",
-                "gradients", "backward", "flat a_r", "after bw", "exposed", "of flat", "reducer",
-                "exposed", "of flat", "buckets", "host");
+    std::printf("%-7s %-9s %10s %10s %10s %10s %9s %10s %10s %9s %8s %10s %10s %10s\n",
+                "layers", "gradients", "backward", "flat a_r", "after bw", "exposed", "of flat",
+                "reducer", "exposed", "of flat", "buckets", "host", "bw alone", "bw under");
   }
   for (absl::string_view spec : absl::StrSplit(absl::GetFlag(FLAGS_layers), ',')) {
     int layers = 0;
@@ -193,7 +217,16 @@ absl::Status RunRank() {
       for (int l = 0; l < layers; ++l) GENESIS_RETURN_IF_ERROR(layer(l));
       return absl::OkStatus();
     };
-    GENESIS_ASSIGN_OR_RETURN(const Timing compute, Time(*group, stream, backward));
+    GENESIS_ASSIGN_OR_RETURN(BackwardEvents events, BackwardEvents::Create(device.index()));
+    GENESIS_ASSIGN_OR_RETURN(const Timing compute,
+                             Time(
+                                 *group, stream,
+                                 [&]() -> absl::Status {
+                                   GENESIS_RETURN_IF_ERROR(events.begin.Record(stream));
+                                   GENESIS_RETURN_IF_ERROR(backward());
+                                   return events.end.Record(stream);
+                                 },
+                                 &events));
     GENESIS_ASSIGN_OR_RETURN(const Timing flat, Time(*group, stream, [&]() -> absl::Status {
       return group->AllReduce(model.flat, ReduceOp::kSum).status();
     }));
@@ -207,22 +240,30 @@ absl::Status RunRank() {
       GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<Reducer> reducer,
                                Reducer::Create(*group, *grads, ReduceOp::kSum, tapered));
       GENESIS_ASSIGN_OR_RETURN(const Timing overlapped,
-                               Time(*group, stream, [&]() -> absl::Status {
-                                 for (int l = 0; l < layers; ++l) {
-                                   GENESIS_RETURN_IF_ERROR(layer(l));
-                                   GENESIS_RETURN_IF_ERROR(reducer->MarkReady(l));
-                                 }
-                                 return reducer->Finish().status();
-                               }));
+                               Time(
+                                   *group, stream,
+                                   [&]() -> absl::Status {
+                                     GENESIS_RETURN_IF_ERROR(events.begin.Record(stream));
+                                     for (int l = 0; l < layers; ++l) {
+                                       GENESIS_RETURN_IF_ERROR(layer(l));
+                                       if (l + 1 == layers) {
+                                         GENESIS_RETURN_IF_ERROR(events.end.Record(stream));
+                                       }
+                                       GENESIS_RETURN_IF_ERROR(reducer->MarkReady(l));
+                                     }
+                                     return reducer->Finish().status();
+                                   },
+                                   &events));
       if (root) {
         const double c = compute.seconds;
         const double f = flat.seconds;
-        std::printf("%-7d %-9s %10.1f %10.1f %10.1f %10.1f %9.3f %10.1f %10.1f %9.3f %8zu %10.1f\n",
-                    layers, name, c * 1e6, f * 1e6, serial.seconds * 1e6,
-                    (serial.seconds - c) * 1e6, (serial.seconds - c) / f,
-                    overlapped.seconds * 1e6, (overlapped.seconds - c) * 1e6,
-                    (overlapped.seconds - c) / f, reducer->buckets().size(),
-                    overlapped.host * 1e6);
+        std::printf(
+            "%-7d %-9s %10.1f %10.1f %10.1f %10.1f %9.3f %10.1f %10.1f %9.3f %8zu %10.1f %10.1f "
+            "%10.1f\n",
+            layers, name, c * 1e6, f * 1e6, serial.seconds * 1e6, (serial.seconds - c) * 1e6,
+            (serial.seconds - c) / f, overlapped.seconds * 1e6, (overlapped.seconds - c) * 1e6,
+            (overlapped.seconds - c) / f, reducer->buckets().size(), overlapped.host * 1e6,
+            compute.marked * 1e6, overlapped.marked * 1e6);
       }
     }
   }

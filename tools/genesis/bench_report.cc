@@ -289,12 +289,17 @@ std::vector<PairRow> ComputeRows(const BenchReportInput& input) {
     row.figure_text = Text(fig, pair.metric);
     row.baseline_text = Text(base, pair.metric);
     row.ratio = Ratio(fig, base, pair.metric);
-    row.target = TargetFor(pair, file->second.context.value("num_cpus", 0));
+    const int cpus = file->second.context.value("num_cpus", 0);
+    row.target = TargetFor(pair, cpus);
+    // Where the machine's CPUs are not known, the limit is given as it is.
+    if (pair.limit_max_cpus == 0 || cpus == 0 || cpus <= pair.limit_max_cpus) {
+      row.limit = pair.limit;
+    }
     if (row.target > 0) {
       row.target_text = absl::StrCat(">= ", FormatTarget(row.target), "x");
       if (row.ratio > 0) row.met = row.ratio >= row.target ? "yes" : "no";
       if (row.met == "no") {
-        row.shortfall = absl::StrFormat("%.0f%%", 100 * (1 - row.ratio / row.target));
+        row.shortfall = absl::StrFormat("%.2g%%", 100 * (1 - row.ratio / row.target));
       }
     } else if (pair.max_extra_ns > 0) {
       row.target_text = absl::StrCat("<= +", FormatNs(pair.max_extra_ns));
@@ -368,8 +373,8 @@ std::string RenderReport(const BenchReportInput& input, const std::vector<PairRo
     if (r.met != "no") continue;
     absl::StrAppend(&missed, "| ", r.suite, " | ", Cell(r.pair->label), " | ",
                     Cell(r.pair->baseline_label), " | ", FormatRatio(r.ratio), " | ", r.target_text,
-                    " | ", r.shortfall, " | ",
-                    r.pair->limit.empty() ? "not known" : Cell(r.pair->limit), " |\n");
+                    " | ", r.shortfall, " | ", r.limit.empty() ? "not known" : Cell(r.limit),
+                    " |\n");
   }
   if (!missed.empty()) {
     absl::StrAppend(&md, "\n## Targets missed\n\n",
@@ -438,7 +443,7 @@ nlohmann::json ReportJson(const BenchReportInput& input, const std::vector<PairR
                         {"target_text", r.target_text},
                         {"met", r.met},
                         {"shortfall", r.shortfall},
-                        {"limit", r.pair->limit}});
+                        {"limit", r.limit}});
   }
   return {{"command", input.command}, {"date", input.date}, {"seconds", input.seconds},
           {"quick", input.quick}, {"repetitions", input.repetitions},

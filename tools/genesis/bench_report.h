@@ -55,6 +55,9 @@ struct PairRow {
   // Where the target is missed, by how much: "32%" short of a ratio, "+1.20 us" beyond
   // a time above the baseline; empty otherwise.
   std::string shortfall;
+  // What is known to limit the row on the machine that ran it (BenchPair::limit where
+  // it holds there); empty: nothing known.
+  std::string limit;
 };
 
 // The rows of every pair whose run ran. Optional pairs with neither benchmark present

@@ -165,13 +165,26 @@ TEST(BenchReportTest, MissedTargetsSayByHowMuchAndWhy) {
   ASSERT_NE(slow, nullptr);
   EXPECT_EQ(slow->met, "no");
   EXPECT_EQ(slow->shortfall, "16%");  // 0.8x of a 0.95x target.
-  EXPECT_THAT(slow->pair->limit, HasSubstr("Gloo's event loop"));
+  EXPECT_THAT(slow->limit, HasSubstr("Gloo's event loop"));
   const std::string md = RenderReport(in, rows);
   EXPECT_THAT(md, HasSubstr("## Targets missed"));
   EXPECT_THAT(md, HasSubstr("| collectives | all_reduce, 8 KiB | gloo called directly | 0.80x | "
                             ">= 0.95x | 16% | Gloo's event loop"));
   EXPECT_THAT(md, Not(HasSubstr("| collectives | broadcast, 8 KiB |")));
   EXPECT_THAT(ReportJson(in, rows).dump(), HasSubstr("\"shortfall\":\"16%\""));
+
+  // On a machine with cores enough for every rank's threads that limit does not hold.
+  in.files["collectives_cpu"].context["num_cpus"] = 32;
+  const std::vector<PairRow> many_cores = ComputeRows(in);
+  const PairRow* slow_there = RowFor(many_cores, "all_reduce/genesis/8192", "all_reduce/gloo/8192");
+  ASSERT_NE(slow_there, nullptr);
+  EXPECT_EQ(slow_there->limit, "");
+  EXPECT_THAT(RenderReport(in, many_cores), HasSubstr("| 0.80x | >= 0.95x | 16% | not known |"));
+  in.files["collectives_cpu"].context["num_cpus"] = 2;
+  const std::vector<PairRow> two_cores = ComputeRows(in);
+  const PairRow* slow_here = RowFor(two_cores, "all_reduce/genesis/8192", "all_reduce/gloo/8192");
+  ASSERT_NE(slow_here, nullptr);
+  EXPECT_THAT(slow_here->limit, HasSubstr("Gloo's event loop"));
 
   // A NCCL row above its time target: the time beyond the baseline; no limit known for
   // bucketed views.

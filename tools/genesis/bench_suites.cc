@@ -472,7 +472,10 @@ void AddCollectivePairs(std::vector<BenchPair>& pairs) {
                            nccl ? (small ? 0 : 0.98) : (gloo_target ? 0.95 : 0));
         if (nccl && small) p.max_extra_ns = 1000;
         const std::string o = op;
-        if (!nccl && gloo_target) p.limit = kGlooLimit;
+        if (!nccl && gloo_target) {
+          p.limit = kGlooLimit;
+          p.limit_max_cpus = 3;  // Two ranks of two busy threads each.
+        }
         if (nccl && (o == "all_reduce" || o == "broadcast" || o == "reduce")) {
           p.limit = kOneRankLimit;
         }

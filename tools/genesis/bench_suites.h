@@ -74,6 +74,8 @@ struct BenchPair {
   // What is known to hold this row below its target where it misses, as measured (the
   // docs give the measurements); empty: nothing is known, and the report says so.
   std::string limit;
+  // `limit` holds only on machines of at most this many CPUs (0: on any machine).
+  int limit_max_cpus = 0;
   // Left out of the report when neither benchmark ran (rows for GPUs or traces this
   // machine lacks); otherwise a missing benchmark is reported as such.
   bool optional = false;

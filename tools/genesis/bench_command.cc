@@ -31,6 +31,7 @@
 #include "tools/genesis/bench_suites.h"
 #include "tools/genesis/cli_flags.h"
 #include "tools/genesis/device_report.h"
+#include "tools/genesis/stored_report.h"
 #include "tools/genesis/text_table.h"
 
 ABSL_FLAG(bool, quick, false,
@@ -45,6 +46,9 @@ ABSL_FLAG(std::string, out, "",
           "started from)");
 ABSL_FLAG(bool, compare, false,
           "bench: compare two report directories: genesis bench --compare OLD NEW");
+ABSL_FLAG(bool, rerender, false,
+          "bench: render a stored report again with this build's targets and limits, "
+          "running nothing: genesis bench --rerender DIR");
 ABSL_FLAG(int, bench_repetitions, 0,
           "bench: repetitions of each benchmark (default 5, or 3 with --quick)");
 ABSL_FLAG(double, bench_min_time, 0,
@@ -181,6 +185,42 @@ int Compare(absl::Span<const std::string> args) {
   return 0;
 }
 
+// Writes the report.md and summary.json of the stored report in args[0] again, from its
+// raw results, with this build's targets and limits.
+int Rerender(absl::Span<const std::string> args) {
+  if (args.size() != 1) {
+    std::fprintf(stderr,
+                 "genesis bench --rerender: name one report directory: "
+                 "genesis bench --rerender DIR\n");
+    return 2;
+  }
+  std::error_code ec;
+  std::string dir = fs::absolute(args[0], ec).lexically_normal().string();
+  if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const absl::StatusOr<BenchReportInput> input = ReadStoredReport(dir);
+  if (!input.ok()) {
+    std::fprintf(stderr, "genesis bench --rerender: %s\n",
+                 std::string(input.status().message()).c_str());
+    return 2;
+  }
+  const std::vector<PairRow> rows = ComputeRows(*input);
+  nlohmann::json summary = ReportJson(*input, rows);
+  summary["report"] = dir + "/report.md";
+  if (!WriteFile(dir + "/report.md", RenderReport(*input, rows)) ||
+      !WriteFile(dir + "/summary.json", summary.dump(2) + "\n")) {
+    std::fprintf(stderr, "genesis bench --rerender: cannot write the report to '%s'\n",
+                 dir.c_str());
+    return 1;
+  }
+  int targets = 0, met = 0;
+  for (const PairRow& r : rows) {
+    targets += !r.met.empty();
+    met += r.met == "yes";
+  }
+  std::printf("%s/report.md rendered again: %d of %d targets met\n", dir.c_str(), met, targets);
+  return 0;
+}
+
 struct Settings {
   bool quick = false;
   int repetitions = 5;
@@ -313,6 +353,7 @@ std::string DrawPlots(const nlohmann::json& spec, const std::string& out,
 
 int RunBench(absl::Span<const std::string> args) {
   if (absl::GetFlag(FLAGS_compare)) return Compare(args);
+  if (absl::GetFlag(FLAGS_rerender)) return Rerender(args);
   if (!args.empty()) {
     std::fprintf(stderr, "genesis bench: unexpected argument '%s'\n", args[0].c_str());
     return 2;

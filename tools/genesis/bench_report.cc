@@ -269,6 +269,24 @@ std::string FormatTarget(double target) { return absl::StrFormat("%.3g", target)
 
 }  // namespace
 
+namespace {
+
+// How many GPUs run `run_id` used ("cuda:0,cuda:1": 2); 0 for a CPU run.
+int GpusOfRun(const BenchReportInput& input, const std::string& run_id) {
+  for (const RunOutcome& r : input.runs) {
+    if (r.run_id != run_id) continue;
+    int gpus = 0;
+    for (size_t at = r.device.find("cuda:"); at != std::string::npos;
+         at = r.device.find("cuda:", at + 1)) {
+      ++gpus;
+    }
+    return gpus;
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::vector<PairRow> ComputeRows(const BenchReportInput& input) {
   std::vector<PairRow> rows;
   for (const BenchPair& pair : BenchPairs()) {
@@ -291,10 +309,7 @@ std::vector<PairRow> ComputeRows(const BenchReportInput& input) {
     row.ratio = Ratio(fig, base, pair.metric);
     const int cpus = file->second.context.value("num_cpus", 0);
     row.target = TargetFor(pair, cpus);
-    // Where the machine's CPUs are not known, the limit is given as it is.
-    if (pair.limit_max_cpus == 0 || cpus == 0 || cpus <= pair.limit_max_cpus) {
-      row.limit = pair.limit;
-    }
+    row.limit = LimitFor(pair, cpus, GpusOfRun(input, pair.run_id));
     if (row.target > 0) {
       row.target_text = absl::StrCat(">= ", FormatTarget(row.target), "x");
       if (row.ratio > 0) row.met = row.ratio >= row.target ? "yes" : "no";

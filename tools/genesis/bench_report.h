@@ -55,8 +55,7 @@ struct PairRow {
   // Where the target is missed, by how much: "32%" short of a ratio, "+1.20 us" beyond
   // a time above the baseline; empty otherwise.
   std::string shortfall;
-  // What is known to limit the row on the machine that ran it (BenchPair::limit where
-  // it holds there); empty: nothing known.
+  // What is known to limit the row where it ran (LimitFor its pair); empty: nothing.
   std::string limit;
 };
 
@@ -72,7 +71,7 @@ std::string FormatRate(double bytes_per_second);
 
 // report.md: the run, a summary per suite, the machine, one table per suite (figure,
 // baseline, ratio, target, met), every missed target with its shortfall and what is
-// known to limit it (BenchPair::limit, or that nothing is), the plots, what was skipped
+// known to limit it (BenchPair::limits, or that nothing is), the plots, what was skipped
 // and why, the files.
 std::string RenderReport(const BenchReportInput& input, const std::vector<PairRow>& rows);
 

@@ -204,6 +204,25 @@ TEST(BenchReportTest, MissedTargetsSayByHowMuchAndWhy) {
   const std::string cuda_md = RenderReport(in, cuda_rows);
   EXPECT_THAT(cuda_md, HasSubstr("| <= +1.00 us | +1.10 us | not known |"));
   EXPECT_THAT(cuda_md, HasSubstr("| 0.80x | >= 0.95x | 16% | not known |"));
+
+  // Across two GPUs the host path limits the same all_gather row.
+  in.runs = {{"collectives_cuda", "ran", "", "cuda:0,cuda:1", "raw/collectives_cuda.json", 1.0}};
+  const std::vector<PairRow> two_gpus = ComputeRows(in);
+  const PairRow* across = RowFor(two_gpus, "all_gather/genesis/8192", "all_gather/nccl/8192");
+  ASSERT_NE(across, nullptr);
+  EXPECT_THAT(across->limit, HasSubstr("host path"));
+}
+
+// A limit holds where its bounds say: the first that holds is given.
+TEST(BenchReportTest, LimitsHoldWhereTheyWereMeasured) {
+  BenchPair pair;
+  pair.limits = {{"few cores", /*max_cpus=*/3}, {"one GPU", 0, 1, 1}, {"GPUs", 0, 2}};
+  EXPECT_EQ(LimitFor(pair, 2, 0), "few cores");
+  EXPECT_EQ(LimitFor(pair, 0, 0), "few cores");  // CPUs not known.
+  EXPECT_EQ(LimitFor(pair, 32, 0), "");
+  EXPECT_EQ(LimitFor(pair, 32, 1), "one GPU");
+  EXPECT_EQ(LimitFor(pair, 32, 4), "GPUs");
+  EXPECT_EQ(LimitFor(BenchPair(), 2, 1), "");
 }
 
 TEST(BenchReportTest, MarkdownTablesParse) {

@@ -103,6 +103,17 @@ std::vector<BenchRun> MakeRuns() {
 
 }  // namespace
 
+std::string LimitFor(const BenchPair& pair, int cpus, int gpus) {
+  for (const BenchLimit& l : pair.limits) {
+    if (l.text.empty()) continue;
+    if (l.max_cpus > 0 && cpus > l.max_cpus) continue;
+    if (l.min_gpus > 0 && gpus < l.min_gpus) continue;
+    if (l.max_gpus > 0 && gpus > l.max_gpus) continue;
+    return l.text;
+  }
+  return "";
+}
+
 double TargetFor(const BenchPair& pair, int cpus) {
   if (pair.scaling_threads <= 0 || pair.target <= 0) return pair.target;
   return pair.target * std::min(pair.scaling_threads, std::max(cpus, 1));
@@ -155,18 +166,19 @@ constexpr char kGlooLimit[] =
     "scheduler tick (milliseconds), in genesis's group and in Gloo called directly alike "
     "(docs/distributed.md)";
 constexpr char kOneRankLimit[] =
-    "where the run had one GPU, a world of one rank, whose in-place all_reduce, broadcast "
-    "and reduce NCCL skips (0.3-0.4 us): the row is genesis's host cost per call "
-    "(docs/distributed.md); with more ranks, nothing known";
+    "a world of one rank, whose in-place all_reduce, broadcast and reduce NCCL skips "
+    "(0.3-0.4 us): the row is genesis's host cost per call (docs/distributed.md)";
+constexpr char kHostPathLimit[] =
+    "genesis's host path per operation, which back-to-back operations add to NCCL's own: "
+    "0.5-0.8 us above NCCL's call on the four-H200 host, 1.1-1.8 us on two-H200 hosts "
+    "where every CUDA call is slower (an event per operation and the operation's state; "
+    "docs/distributed.md, \"The host path of an operation\"); a 1 MiB operation takes "
+    "13-20 us, so the same microsecond shows there. What a row has above that is not "
+    "explained";
 constexpr char kPackedLimit[] =
     "copies into 25 MiB buckets: four 25 MiB all_reduces alone reach about 0.83 of one "
     "flat all_reduce, and packing and unpacking move 400 MiB more through memory "
     "(docs/distributed.md, Bucketed all_reduce)";
-
-BenchPair WithLimit(BenchPair p, std::string limit) {
-  p.limit = std::move(limit);
-  return p;
-}
 
 void AddAllocPairs(std::vector<BenchPair>& pairs) {
   for (int64_t size : kHostPoolSizes) {
@@ -264,14 +276,16 @@ void AddCopyPairs(std::vector<BenchPair>& pairs) {
       if (cpu && size > (64 << 20)) continue;
       const std::string s = absl::StrCat(size);
       // CPU strided copies: at least half of memcpy's bandwidth.
-      const bool one_thread_transpose = cpu && std::string(p.path) == "Transposed" &&
-                                        std::string(p.genesis) == "CopyStridedToContiguous";
-      pairs.push_back(
-          WithLimit(Pair(p.run_id, absl::StrCat(p.label, ", ", SizeName(size)),
-                         absl::StrCat("BM_Copy_", p.path, "_", p.genesis, "/", s, time), p.baseline,
-                         absl::StrCat("BM_Copy_", p.path, "_", p.baseline, "/", s, time),
-                         BenchMetric::kBandwidth, cpu ? 0.5 : 0),
-                    one_thread_transpose ? kTransposeLimit : ""));
+      BenchPair pair =
+          Pair(p.run_id, absl::StrCat(p.label, ", ", SizeName(size)),
+               absl::StrCat("BM_Copy_", p.path, "_", p.genesis, "/", s, time), p.baseline,
+               absl::StrCat("BM_Copy_", p.path, "_", p.baseline, "/", s, time),
+               BenchMetric::kBandwidth, cpu ? 0.5 : 0);
+      if (cpu && std::string(p.path) == "Transposed" &&
+          std::string(p.genesis) == "CopyStridedToContiguous") {
+        pair.limits.push_back({kTransposeLimit});
+      }
+      pairs.push_back(std::move(pair));
     }
   }
   const BenchMetric bw = BenchMetric::kBandwidth;
@@ -473,11 +487,14 @@ void AddCollectivePairs(std::vector<BenchPair>& pairs) {
         if (nccl && small) p.max_extra_ns = 1000;
         const std::string o = op;
         if (!nccl && gloo_target) {
-          p.limit = kGlooLimit;
-          p.limit_max_cpus = 3;  // Two ranks of two busy threads each.
+          // Two ranks of two busy threads each.
+          p.limits.push_back({kGlooLimit, /*max_cpus=*/3});
         }
         if (nccl && (o == "all_reduce" || o == "broadcast" || o == "reduce")) {
-          p.limit = kOneRankLimit;
+          p.limits.push_back({kOneRankLimit, 0, /*min_gpus=*/1, /*max_gpus=*/1});
+        }
+        if (nccl && bytes <= (int64_t{1} << 20)) {
+          p.limits.push_back({kHostPathLimit, 0, /*min_gpus=*/2});
         }
         p.optional = true;  // Sizes and operations a run did not cover.
         pairs.push_back(std::move(p));
@@ -490,7 +507,7 @@ void AddCollectivePairs(std::vector<BenchPair>& pairs) {
                          absl::StrCat("bucketed_all_reduce/", how), "one flat all_reduce",
                          "bucketed_all_reduce/flat", BenchMetric::kTime,
                          BucketedTarget(library, how));
-      if (std::string(how) == "packed") p.limit = kPackedLimit;
+      if (std::string(how) == "packed") p.limits.push_back({kPackedLimit});
       p.optional = true;
       pairs.push_back(std::move(p));
     }

@@ -53,6 +53,15 @@ enum class BenchMetric {
   kBusBandwidth,
 };
 
+// What limits a row, and where that holds: machines of at most `max_cpus` CPUs, runs on
+// `min_gpus` to `max_gpus` GPUs (0: no bound).
+struct BenchLimit {
+  std::string text;
+  int max_cpus = 0;
+  int min_gpus = 0;
+  int max_gpus = 0;
+};
+
 struct BenchPair {
   std::string run_id;          // BenchRun::id of the run holding both.
   std::string label;           // "host pool, 512 B, 1 thread".
@@ -72,10 +81,9 @@ struct BenchPair {
   int scaling_threads = 0;
   std::string target_source;   // Where the target is stated ("README"), for the report.
   // What is known to hold this row below its target where it misses, as measured (the
-  // docs give the measurements); empty: nothing is known, and the report says so.
-  std::string limit;
-  // `limit` holds only on machines of at most this many CPUs (0: on any machine).
-  int limit_max_cpus = 0;
+  // docs give the measurements): the first of these that holds where the row ran; none:
+  // nothing is known, and the report says so.
+  std::vector<BenchLimit> limits;
   // Left out of the report when neither benchmark ran (rows for GPUs or traces this
   // machine lacks); otherwise a missing benchmark is reported as such.
   bool optional = false;
@@ -95,6 +103,10 @@ const std::vector<BenchRun>& BenchRuns();
 
 // The target of `pair` on a machine of `cpus` CPUs (BenchPair::scaling_threads).
 double TargetFor(const BenchPair& pair, int cpus);
+
+// The text of the first of `pair`'s limits that holds for a run on `gpus` GPUs on a
+// machine of `cpus` CPUs (0: not known, which no bound excludes); "" if none holds.
+std::string LimitFor(const BenchPair& pair, int cpus, int gpus);
 
 // Every pair of every run, in report order.
 const std::vector<BenchPair>& BenchPairs();

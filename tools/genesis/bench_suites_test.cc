@@ -110,14 +110,22 @@ TEST(BenchSuitesTest, EveryCpuRowWithAStatedAimHasItsTarget) {
   for (const BenchPair& p : BenchPairs()) {
     const std::string key = p.run_id + " | " + p.label + " | " + p.baseline_label;
     if (p.run_id == "alloc_cpu" && p.baseline_label == "malloc + free") {
-      EXPECT_EQ(p.target, absl::StrContains(p.label, ", 1 thread") ? 1.0 : 0.0) << key;
+      EXPECT_EQ(p.target, 1.0) << key;  // On one thread and on 16.
       seen.insert("alloc");
     }
+    if (p.run_id == "replay_cpu" || p.baseline_label == "GCC _Float16") {
+      EXPECT_EQ(p.target, 1.0) << key;
+      seen.insert(p.run_id);
+    }
     if (!p.baseline_run.empty()) {
-      // PyTorch's rows: contiguous() at least PyTorch's on one thread.
-      if (p.baseline_run == "torch_contiguous" && absl::EndsWith(p.baseline, "threads:1")) {
+      // PyTorch's rows: contiguous() and conversions at least PyTorch's on one thread;
+      // beside its own threads, and torch.empty from Python, no target.
+      if ((p.baseline_run == "torch_contiguous" || p.baseline_run == "torch_convert") &&
+          absl::EndsWith(p.baseline, "threads:1")) {
         EXPECT_EQ(p.target, 1.0) << key;
-        seen.insert("torch");
+        seen.insert(p.baseline_run);
+      } else {
+        EXPECT_EQ(p.target, 0.0) << key;
       }
       continue;
     }
@@ -136,7 +144,7 @@ TEST(BenchSuitesTest, EveryCpuRowWithAStatedAimHasItsTarget) {
       seen.insert("gloo");
     }
   }
-  EXPECT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen.size(), 9u);
 }
 
 TEST(BenchSuitesTest, EveryThreadScalingTargetDependsOnTheCores) {

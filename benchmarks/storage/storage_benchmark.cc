@@ -1,6 +1,7 @@
 // The storage layer's CPU loops beside memcpy of the same bytes, on 4096 x
 // 4096 matrices: ConvertContiguous float32 -> bfloat16 / float16 and back ->
-// float32, and CopyStridedToContiguous of a transposed float32 matrix.
+// float32, and CopyStridedToContiguous of a transposed float32 matrix, on the
+// calling thread and (*AllCores) shared among every core (kAllCores).
 // Bytes per second count the bytes read plus the bytes written, so every
 // row's rate compares with memcpy's (which reads and writes its size), and
 // vs_memcpy is the ratio to memcpy of the same traffic, measured once.
@@ -70,40 +71,62 @@ void RunWithTraffic(benchmark::State& state, int64_t traffic, Body body) {
   state.counters["vs_memcpy"] = rate / MemcpyRate(traffic / 2);
 }
 
-void Convert(benchmark::State& state, DType from, DType to) {
+void Convert(benchmark::State& state, DType from, DType to, int threads) {
   const std::vector<uint8_t> src = Buffer(kNumel * ItemSize(from));
   std::vector<uint8_t> dst = Buffer(kNumel * ItemSize(to));
   RunWithTraffic(state, static_cast<int64_t>(src.size() + dst.size()), [&] {
     const absl::Status status =
-        ConvertContiguous(src.data(), from, dst.data(), to, kNumel);
+        ConvertContiguous(src.data(), from, dst.data(), to, kNumel, threads);
     if (!status.ok()) state.SkipWithError(status.ToString().c_str());
   });
 }
 
 void BM_ConvertFloat32ToBFloat16(benchmark::State& state) {
-  Convert(state, DType::kFloat32, DType::kBFloat16);
+  Convert(state, DType::kFloat32, DType::kBFloat16, 1);
 }
 
 void BM_ConvertBFloat16ToFloat32(benchmark::State& state) {
-  Convert(state, DType::kBFloat16, DType::kFloat32);
+  Convert(state, DType::kBFloat16, DType::kFloat32, 1);
 }
 
 void BM_ConvertFloat32ToFloat16(benchmark::State& state) {
-  Convert(state, DType::kFloat32, DType::kFloat16);
+  Convert(state, DType::kFloat32, DType::kFloat16, 1);
 }
 
 void BM_ConvertFloat16ToFloat32(benchmark::State& state) {
-  Convert(state, DType::kFloat16, DType::kFloat32);
+  Convert(state, DType::kFloat16, DType::kFloat32, 1);
 }
 
-void BM_CopyTransposedFloat32(benchmark::State& state) {
+void BM_ConvertFloat32ToBFloat16AllCores(benchmark::State& state) {
+  Convert(state, DType::kFloat32, DType::kBFloat16, kAllCores);
+}
+
+void BM_ConvertBFloat16ToFloat32AllCores(benchmark::State& state) {
+  Convert(state, DType::kBFloat16, DType::kFloat32, kAllCores);
+}
+
+void BM_ConvertFloat32ToFloat16AllCores(benchmark::State& state) {
+  Convert(state, DType::kFloat32, DType::kFloat16, kAllCores);
+}
+
+void BM_ConvertFloat16ToFloat32AllCores(benchmark::State& state) {
+  Convert(state, DType::kFloat16, DType::kFloat32, kAllCores);
+}
+
+void CopyTransposed(benchmark::State& state, int threads) {
   const std::vector<uint8_t> src = Buffer(kNumel * 4);
   std::vector<uint8_t> dst = Buffer(kNumel * 4);
   const Layout transposed =
       Layout::Contiguous({kEdge, kEdge}).value().Transpose(0, 1).value();
   RunWithTraffic(state, 2 * kNumel * 4, [&] {
-    CopyStridedToContiguous(src.data(), transposed, 4, dst.data());
+    CopyStridedToContiguous(src.data(), transposed, 4, dst.data(), threads);
   });
+}
+
+void BM_CopyTransposedFloat32(benchmark::State& state) { CopyTransposed(state, 1); }
+
+void BM_CopyTransposedFloat32AllCores(benchmark::State& state) {
+  CopyTransposed(state, kAllCores);
 }
 
 // The baseline: memcpy of state.range(0) bytes.
@@ -129,6 +152,11 @@ BENCHMARK(BM_ConvertFloat16ToFloat32)
 BENCHMARK(BM_CopyTransposedFloat32)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ConvertFloat32ToBFloat16AllCores)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ConvertBFloat16ToFloat32AllCores)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ConvertFloat32ToFloat16AllCores)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ConvertFloat16ToFloat32AllCores)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CopyTransposedFloat32AllCores)->UseRealTime()->Unit(benchmark::kMillisecond);
 // The traffic of a float32 <-> bfloat16 conversion (48 MiB each way) and of
 // the transposed copy (64 MiB each way).
 BENCHMARK(BM_Memcpy)

@@ -24,6 +24,7 @@ namespace genesis::storage {
 namespace {
 
 using strided_internal::ForEachOuter;
+using strided_internal::ForEachPart;
 using strided_internal::LoopDim;
 using strided_internal::LoopPlan;
 using strided_internal::PlanLoops;
@@ -153,7 +154,7 @@ void ConvertPlanned(const LoopPlan& plan, RowFn row, const char* src,
 }  // namespace
 
 absl::Status ConvertContiguous(const void* src, DType src_type, void* dst,
-                               DType dst_type, int64_t count) {
+                               DType dst_type, int64_t count, int threads) {
   GENESIS_RETURN_IF_ERROR(
       CheckDType(src_type, "ConvertContiguous", "src_type"));
   GENESIS_RETURN_IF_ERROR(
@@ -174,15 +175,24 @@ absl::Status ConvertContiguous(const void* src, DType src_type, void* dst,
     std::memcpy(dst, src, static_cast<size_t>(count) * src_item);
     return absl::OkStatus();
   }
-  RowFor(src_type, dst_type)(
-      static_cast<const char*>(src), static_cast<int64_t>(src_item),
-      static_cast<char*>(dst), static_cast<int64_t>(dst_item), count);
+  const RowFn row = RowFor(src_type, dst_type);
+  LoopPlan flat;
+  flat.rank = 1;
+  flat.dims[0] = LoopDim{count, 1, 1};
+  ForEachPart(flat, count * static_cast<int64_t>(std::max(src_item, dst_item)), threads,
+              [&](const LoopPlan& mine, int64_t begin) {
+                row(static_cast<const char*>(src) + begin * static_cast<int64_t>(src_item),
+                    static_cast<int64_t>(src_item),
+                    static_cast<char*>(dst) + begin * static_cast<int64_t>(dst_item),
+                    static_cast<int64_t>(dst_item), mine.dims[0].size);
+              });
   return absl::OkStatus();
 }
 
 absl::Status ConvertStrided(const void* src_base, const Layout& src_layout,
                             DType src_type, void* dst_base,
-                            const Layout& dst_layout, DType dst_type) {
+                            const Layout& dst_layout, DType dst_type,
+                            int threads) {
   GENESIS_RETURN_IF_ERROR(CheckDType(src_type, "ConvertStrided", "src_type"));
   GENESIS_RETURN_IF_ERROR(CheckDType(dst_type, "ConvertStrided", "dst_type"));
   GENESIS_RETURN_IF_ERROR(strided_internal::CheckSameShape(
@@ -192,7 +202,7 @@ absl::Status ConvertStrided(const void* src_base, const Layout& src_layout,
   const size_t src_item = ItemSize(src_type);
   const size_t dst_item = ItemSize(dst_type);
   if (src_type == dst_type) {
-    return CopyStrided(src_base, src_layout, dst_base, dst_layout, src_item);
+    return CopyStrided(src_base, src_layout, dst_base, dst_layout, src_item, threads);
   }
   if (dst_layout.numel() == 0) return absl::OkStatus();
   const char* src = static_cast<const char*>(src_base) +
@@ -200,12 +210,19 @@ absl::Status ConvertStrided(const void* src_base, const Layout& src_layout,
   char* dst = static_cast<char*>(dst_base) +
               dst_layout.offset() * static_cast<int64_t>(dst_item);
   if (src_layout.is_contiguous() && dst_layout.is_contiguous()) {
-    return ConvertContiguous(src, src_type, dst, dst_type, src_layout.numel());
+    return ConvertContiguous(src, src_type, dst, dst_type, src_layout.numel(), threads);
   }
   const LoopPlan plan =
       PlanLoops(src_layout.shape(), src_layout.strides(), dst_layout.strides());
-  ConvertPlanned(plan, RowFor(src_type, dst_type), src, src_item, dst,
-                 dst_item);
+  const RowFn row = RowFor(src_type, dst_type);
+  const int64_t bytes =
+      dst_layout.numel() * static_cast<int64_t>(std::max(src_item, dst_item));
+  ForEachPart(plan, bytes, threads, [&](const LoopPlan& mine, int64_t begin) {
+    const LoopDim& split = plan.dims[0];
+    ConvertPlanned(mine, row, src + begin * split.src_stride * static_cast<int64_t>(src_item),
+                   src_item, dst + begin * split.dst_stride * static_cast<int64_t>(dst_item),
+                   dst_item);
+  });
   return absl::OkStatus();
 }
 

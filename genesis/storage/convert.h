@@ -33,18 +33,23 @@ namespace genesis::storage {
 // writing them contiguously at `dst`. InvalidArgument, with nothing written,
 // if a dtype is not a DType enumerator (the message gives its number), if
 // count is negative, or if a pointer is null while count > 0.
+// Uses up to `threads` threads as the strided copies do (strided_copy.h: one per
+// MiB of the larger side at most; kAllCores for one per hardware thread); the
+// result is the same on any number.
 absl::Status ConvertContiguous(const void* src, DType src_type, void* dst,
-                               DType dst_type, int64_t count);
+                               DType dst_type, int64_t count, int threads = 1);
 
 // Converts each element of the view `src_layout` of the buffer at `src_base`
 // (pointing at base element 0, like every view's base) into the element with
 // the same multi-index in the view `dst_layout` of `dst_base`.
 // InvalidArgument, with nothing written, for a bad dtype (as above), if the
 // shapes differ (naming both), or if a non-empty destination has a stride-0
-// dim of size > 1 (two elements would be written to one place).
+// dim of size > 1 (two elements would be written to one place). Uses up to
+// `threads` threads, as above.
 absl::Status ConvertStrided(const void* src_base, const Layout& src_layout,
                             DType src_type, void* dst_base,
-                            const Layout& dst_layout, DType dst_type);
+                            const Layout& dst_layout, DType dst_type,
+                            int threads = 1);
 
 }  // namespace genesis::storage
 

@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -19,6 +20,7 @@
 #include "genesis/storage/convert_rules.h"
 #include "genesis/storage/layout.h"
 #include "genesis/storage/layout_test_util.h"
+#include "genesis/storage/strided_copy.h"
 #include "gtest/gtest.h"
 
 namespace genesis::storage {
@@ -792,6 +794,45 @@ TEST(ConvertTest, StridedMatchesElementwise) {
         CheckStrided(src, 122, transposed, transposed.numel() + 3, from, to,
                      rng);
         if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Conversions of 2 MiB and more shared among threads write the same bytes as on one
+// thread: contiguous (a count that is no multiple of the parts' 64-item alignment),
+// transposed, and a batch whose outermost loop has three items.
+TEST(ConvertTest, SharedAmongThreadsMatchesOneThread) {
+  std::mt19937 rng(11);
+  constexpr int64_t kCount = 1'000'003;
+  const std::vector<Layout> views = {
+      *Layout::Contiguous({kCount}),
+      *Layout::Contiguous({1031, 1033})->Transpose(0, 1),
+      *Layout::Contiguous({3, 700, 500})->Permute({0, 2, 1}),
+  };
+  const std::pair<DType, DType> pairs[] = {{DType::kFloat32, DType::kBFloat16},
+                                           {DType::kFloat16, DType::kFloat32},
+                                           {DType::kFloat64, DType::kInt32},
+                                           {DType::kUInt8, DType::kFloat32}};
+  for (const Layout& view : views) {
+    const Layout dst = *Layout::Contiguous(view.shape());
+    for (const auto& [from, to] : pairs) {
+      std::vector<uint8_t> src(static_cast<size_t>(view.numel()) * ItemSize(from));
+      for (uint8_t& b : src) b = static_cast<uint8_t>(rng());
+      std::vector<uint8_t> one(static_cast<size_t>(dst.numel()) * ItemSize(to));
+      ASSERT_TRUE(ConvertStrided(src.data(), view, from, one.data(), dst, to).ok());
+      for (const int threads : {4, kAllCores}) {
+        std::vector<uint8_t> shared(one.size(), 0xAB);
+        ASSERT_TRUE(
+            ConvertStrided(src.data(), view, from, shared.data(), dst, to, threads).ok());
+        EXPECT_TRUE(shared == one) << DTypeName(from) << " -> " << DTypeName(to) << ", "
+                                   << view.ToString() << ", " << threads << " threads";
+        if (view.is_contiguous()) {
+          std::vector<uint8_t> flat(one.size(), 0xCD);
+          ASSERT_TRUE(
+              ConvertContiguous(src.data(), from, flat.data(), to, kCount, threads).ok());
+          EXPECT_TRUE(flat == one) << DTypeName(from) << " -> " << DTypeName(to);
+        }
       }
     }
   }

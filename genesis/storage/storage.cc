@@ -407,7 +407,8 @@ absl::Status Storage::CopyOrConvert(const Storage& src, bool convert) {
         return CopyStrided(src_base, src.layout_, dst_base, layout_, itemsize(),
                            HostCopyThreads());
       }
-      return ConvertStrided(src_base, src.layout_, src.dtype_, dst_base, layout_, dtype_);
+      return ConvertStrided(src_base, src.layout_, src.dtype_, dst_base, layout_, dtype_,
+                            HostCopyThreads());
     }
     if (src.dtype_ == dtype_) {
       return kernels::CopyStridedCuda(src_base, src.layout_, dst_base, layout_, itemsize(),

@@ -249,11 +249,11 @@ class Storage {
 // overflowing shape (naming it), an unknown dtype, or more than 2^62 bytes.
 absl::StatusOr<size_t> ContiguousBytes(absl::Span<const int64_t> shape, DType dtype);
 
-// The most threads that the copies of CPU storages of one dtype (CopyFrom, Contiguous,
-// Clone, To(device) between CPU storages, CopyToHost) may use, the calling thread among
-// them, for the whole process: 1, the default, copies on the calling thread alone; 0
-// (kAllCores) allows one per hardware thread. Copies of 2 MiB and more are shared among
-// them (strided_copy.h); conversions between dtypes stay on the calling thread.
+// The most threads that the copies and conversions of CPU storages (CopyFrom,
+// ConvertFrom, Contiguous, Clone, To between CPU storages or dtypes, CopyToHost) may
+// use, the calling thread among them, for the whole process: 1, the default, copies on
+// the calling thread alone; 0 (kAllCores) allows one per hardware thread. Copies and
+// conversions of 2 MiB and more are shared among them (strided_copy.h, convert.h).
 // InvalidArgument for a negative count, nothing changed.
 absl::Status SetHostCopyThreads(int threads);
 // What SetHostCopyThreads set last (1 if never).

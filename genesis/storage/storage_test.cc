@@ -514,6 +514,20 @@ TEST(StorageThreadTest, HostCopiesSharedAmongThreads) {
   ASSERT_TRUE(m.ok()) << m.status();
   auto square = m->Reshape({n, n});
   ASSERT_TRUE(square.ok()) << square.status();
+  // The bytes of `s`'s conversion to `dtype`, converted on as many threads as set.
+  auto converted = [](const Storage& s, DType dtype) {
+    std::vector<uint8_t> bytes(s.numel() * ItemSize(dtype));
+    absl::StatusOr<Storage> c = s.To(dtype);
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (c.ok()) {
+      EXPECT_TRUE(c->CopyToHost(bytes.data(), bytes.size()).ok());
+    }
+    return bytes;
+  };
+  // Conversions on one thread: a transposed view (strided) and the contiguous matrix.
+  const std::vector<uint8_t> bf16_one = converted(*square->Transpose(0, 1), DType::kBFloat16);
+  const std::vector<uint8_t> f16_one = converted(*square, DType::kFloat16);
+  const std::vector<uint8_t> i64_one = converted(*square->Transpose(0, 1), DType::kInt64);
   for (const int threads : {4, kAllCores}) {
     ASSERT_TRUE(SetHostCopyThreads(threads).ok());
     EXPECT_EQ(HostCopyThreads(), threads);
@@ -537,6 +551,10 @@ TEST(StorageThreadTest, HostCopiesSharedAmongThreads) {
     ASSERT_TRUE(back.ok()) << back.status();
     ASSERT_TRUE(back->Transpose(0, 1)->CopyFrom(*c).ok());
     EXPECT_EQ(*back->ToVector<float>(), *square->ToVector<float>()) << threads << " threads";
+    // Conversions shared among the threads give the same bytes as on one.
+    EXPECT_EQ(converted(*t, DType::kBFloat16), bf16_one) << threads << " threads";
+    EXPECT_EQ(converted(*square, DType::kFloat16), f16_one) << threads << " threads";
+    EXPECT_EQ(converted(*t, DType::kInt64), i64_one) << threads << " threads";
   }
   ASSERT_TRUE(SetHostCopyThreads(1).ok());
 }

@@ -92,6 +92,29 @@ absl::Status CheckWritable(const Layout& dst, std::string_view function) {
   return absl::OkStatus();
 }
 
+// Passes of this many bytes or more per thread may be shared among threads: below
+// it, waking a worker costs more than it saves.
+constexpr int64_t kMinBytesPerThread = int64_t{1} << 20;
+// Parts along a transposed side start at multiples of this many items, so that
+// only the copy's own edges go item by item.
+constexpr int64_t kPartAlignItems = 64;
+
+void ForEachPart(const LoopPlan& plan, int64_t bytes, int threads,
+                 absl::FunctionRef<void(const LoopPlan& mine, int64_t begin)> part) {
+  const int64_t outer = plan.rank > 0 ? plan.dims[0].size : 1;
+  const int parts = static_cast<int>(std::min<int64_t>(
+      {threads <= 0 ? HardwareThreads() : threads, bytes / kMinBytesPerThread, outer}));
+  if (parts <= 1) return part(plan, 0);
+  const int64_t align = outer >= parts * kPartAlignItems ? kPartAlignItems : 1;
+  ParallelFor(parts, [&](int p) {
+    const int64_t begin = outer * p / parts / align * align;
+    const int64_t end = p + 1 == parts ? outer : outer * (p + 1) / parts / align * align;
+    LoopPlan mine = plan;
+    mine.dims[0].size = end - begin;
+    part(mine, begin);
+  });
+}
+
 }  // namespace strided_internal
 
 namespace {
@@ -873,13 +896,6 @@ void RunPlanOfSize(const LoopPlan& plan, const LoopPlan& whole, const char* src,
   }
 }
 
-// Copies of this many bytes or more per thread may be shared among threads: below
-// it, waking a worker costs more than it saves.
-constexpr int64_t kMinBytesPerThread = int64_t{1} << 20;
-// Parts along a transposed side start at multiples of this many items, so that
-// only the copy's own edges go item by item.
-constexpr int64_t kPartAlignItems = 64;
-
 // The copy behind every public function, for a non-empty shape: `src` and
 // `dst` point at the first element of each view (offsets applied). Shared among
 // up to `threads` threads (strided_copy.h) in parts along the outermost loop.
@@ -889,18 +905,9 @@ void CopyElements(const char* src, absl::Span<const int64_t> src_strides,
   const LoopPlan plan = PlanLoops(shape, src_strides, dst_strides);
   int64_t bytes = static_cast<int64_t>(size);
   for (int d = 0; d < plan.rank; ++d) bytes *= plan.dims[d].size;
-  const int64_t outer = plan.rank > 0 ? plan.dims[0].size : 1;
-  const int parts = static_cast<int>(std::min<int64_t>(
-      {threads <= 0 ? HardwareThreads() : threads, bytes / kMinBytesPerThread, outer}));
-  if (parts <= 1) return RunPlanOfSize(plan, plan, src, dst, size);
-  const LoopDim& split = plan.dims[0];
-  const int64_t align = outer >= parts * kPartAlignItems ? kPartAlignItems : 1;
   const int64_t item = static_cast<int64_t>(size);
-  ParallelFor(parts, [&](int part) {
-    const int64_t begin = outer * part / parts / align * align;
-    const int64_t end = part + 1 == parts ? outer : outer * (part + 1) / parts / align * align;
-    LoopPlan mine = plan;
-    mine.dims[0].size = end - begin;
+  strided_internal::ForEachPart(plan, bytes, threads, [&](const LoopPlan& mine, int64_t begin) {
+    const LoopDim& split = plan.dims[0];
     RunPlanOfSize(mine, plan, src + begin * split.src_stride * item,
                   dst + begin * split.dst_stride * item, size);
   });

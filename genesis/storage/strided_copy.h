@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "genesis/storage/layout.h"
@@ -108,6 +109,15 @@ absl::Status CheckSameShape(const Layout& src, const Layout& dst,
 // writing would put several elements in one place (InvalidArgument naming
 // the dim and `function`).
 absl::Status CheckWritable(const Layout& dst, std::string_view function);
+
+// Runs a pass of `plan` (rank >= 1 or a single element) over `bytes` bytes in parts
+// along its outermost loop, shared among up to `threads` threads (kAllCores, or below
+// 0: one per hardware thread) as strided copies are: one thread per MiB at most, parts
+// starting at multiples of 64 items where each part has that many. part(mine, begin)
+// runs the plan with dims[0] cut to the mine.dims[0].size items from `begin`; with one
+// part, once with the whole plan and begin 0, on the calling thread.
+void ForEachPart(const LoopPlan& plan, int64_t bytes, int threads,
+                 absl::FunctionRef<void(const LoopPlan& mine, int64_t begin)> part);
 
 // Calls body(src, dst) for every combination of indices of the plan's outer
 // `outer` dims (once if outer is 0), with `src` and `dst` advanced by those

@@ -66,10 +66,10 @@ void RegisterCopies(py::module_& m) {
   m.def(
       "set_host_copy_threads",
       [](int threads) { ThrowIfError(storage::SetHostCopyThreads(threads)); }, py::arg("threads"),
-      "Sets the most threads that copies of CPU storages of one dtype (copy_, contiguous, "
-      "clone, to) may use, the calling one among them, for the whole process: 1 (the "
-      "default) copies on the calling thread, 0 allows one per core. Copies of 2 MiB and "
-      "more are shared. Raises ValueError for a negative count.");
+      "Sets the most threads that copies and dtype conversions of CPU storages (copy_, "
+      "contiguous, clone, to) may use, the calling one among them, for the whole process: "
+      "1 (the default) copies on the calling thread, 0 allows one per core. Copies and "
+      "conversions of 2 MiB and more are shared. Raises ValueError for a negative count.");
   m.def("host_copy_threads", &storage::HostCopyThreads,
         "What set_host_copy_threads set last (1 if never).");
 

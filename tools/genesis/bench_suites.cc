@@ -395,33 +395,25 @@ void AddConvertPairs(std::vector<BenchPair>& pairs) {
                        "BM_FloatToBFloat16_Genesis" + n, "memcpy of the same bytes",
                        "BM_FloatRead_HalfWrite_Memcpy" + n, BenchMetric::kTime, 0.8));
   const BenchMetric bw = BenchMetric::kBandwidth;
-  pairs.push_back(Pair("convert_cpu", "float32 -> bfloat16, 4096 x 4096",
-                       "BM_ConvertFloat32ToBFloat16/real_time", "memcpy of the same bytes",
-                       "BM_Memcpy/50331648/real_time", bw, 0.8));
-  pairs.push_back(Pair("convert_cpu", "bfloat16 -> float32, 4096 x 4096",
-                       "BM_ConvertBFloat16ToFloat32/real_time", "memcpy of the same bytes",
-                       "BM_Memcpy/50331648/real_time", bw, 0.8));
-  pairs.push_back(Pair("convert_cpu", "float32 -> float16, 4096 x 4096",
-                       "BM_ConvertFloat32ToFloat16/real_time", "memcpy of the same bytes",
-                       "BM_Memcpy/50331648/real_time", bw, 0.8));
-  pairs.push_back(Pair("convert_cpu", "float16 -> float32, 4096 x 4096",
-                       "BM_ConvertFloat16ToFloat32/real_time", "memcpy of the same bytes",
-                       "BM_Memcpy/50331648/real_time", bw, 0.8));
-  // Tensor.to(dtype) beside the same conversions: at least PyTorch's bandwidth on one
-  // thread, as genesis's conversion runs; beside its own threads without a target.
-  constexpr const char* kTorchConversions[][4] = {
+  // label, benchmark, PyTorch's run, dtype name in PyTorch.
+  constexpr const char* kConversions[][4] = {
       {"float32 -> bfloat16", "ConvertFloat32ToBFloat16", "float32_to_bfloat16", "bfloat16"},
       {"bfloat16 -> float32", "ConvertBFloat16ToFloat32", "bfloat16_to_float32", "float32"},
       {"float32 -> float16", "ConvertFloat32ToFloat16", "float32_to_float16", "float16"},
       {"float16 -> float32", "ConvertFloat16ToFloat32", "float16_to_float32", "float32"}};
-  for (const auto& [label, genesis, torch, to] : kTorchConversions) {
+  for (const auto& [label, genesis, torch, to] : kConversions) {
+    // On the calling thread and on every core (kAllCores): at least 0.8 of memcpy of the
+    // same bytes, and at least Tensor.to(dtype)'s bandwidth on as many threads.
     for (const auto& [threads, threads_label] : kTorchThreads) {
+      const bool one = std::string(threads) == "1";
+      const std::string figure = absl::StrCat("BM_", genesis, one ? "" : "AllCores", "/real_time");
+      const std::string row = absl::StrCat(label, ", 4096 x 4096", one ? "" : ", all cores");
+      pairs.push_back(Pair("convert_cpu", row, figure, "memcpy of the same bytes",
+                           "BM_Memcpy/50331648/real_time", bw, 0.8));
       pairs.push_back(FromTorch(
-          Pair("convert_cpu", absl::StrCat(label, ", 4096 x 4096"),
-               absl::StrCat("BM_", genesis, "/real_time"),
+          Pair("convert_cpu", row, figure,
                absl::StrCat("Tensor.to(torch.", to, "), ", threads_label),
-               absl::StrCat("BM_TorchTo/", torch, "/real_time/threads:", threads), bw,
-               std::string(threads) == "1" ? 1.0 : 0),
+               absl::StrCat("BM_TorchTo/", torch, "/real_time/threads:", threads), bw, 1.0),
           "torch_convert"));
     }
   }
@@ -433,18 +425,20 @@ void AddConvertPairs(std::vector<BenchPair>& pairs) {
                        "BM_ConvertCudaBFloat16ToFloat32/manual_time",
                        "cudaMemcpyAsync of the same bytes",
                        "BM_CudaMemcpyAsync/50331648/manual_time", bw, 0.85));
-  pairs.push_back(Pair("contiguous_cpu", "transposed float32 4096 x 4096",
-                       "BM_CopyTransposedFloat32/real_time", "memcpy of the same bytes",
-                       "BM_Memcpy/67108864/real_time", bw, 0.5));
-  // At least PyTorch's contiguous() on one thread, as genesis's copy runs; beside its
-  // own threads without a target.
+  // On the calling thread and on every core: at least half of memcpy's bandwidth, and
+  // at least PyTorch's contiguous() on as many threads.
   for (const auto& [threads, threads_label] : kTorchThreads) {
+    const bool one = std::string(threads) == "1";
+    const std::string figure =
+        absl::StrCat("BM_CopyTransposedFloat32", one ? "" : "AllCores", "/real_time");
+    const std::string row =
+        absl::StrCat("transposed float32 4096 x 4096", one ? "" : ", all cores");
+    pairs.push_back(Pair("contiguous_cpu", row, figure, "memcpy of the same bytes",
+                         "BM_Memcpy/67108864/real_time", bw, 0.5));
     pairs.push_back(FromTorch(
-        Pair("contiguous_cpu", "transposed float32 4096 x 4096",
-             "BM_CopyTransposedFloat32/real_time",
+        Pair("contiguous_cpu", row, figure,
              absl::StrCat("Tensor.t().contiguous(), ", threads_label),
-             absl::StrCat("BM_TorchContiguous/real_time/threads:", threads), bw,
-             std::string(threads) == "1" ? 1.0 : 0),
+             absl::StrCat("BM_TorchContiguous/real_time/threads:", threads), bw, 1.0),
         "torch_contiguous"));
   }
   pairs.push_back(Pair("contiguous_cuda", "transposed float32 4096 x 4096",

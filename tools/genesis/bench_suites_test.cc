@@ -118,11 +118,14 @@ TEST(BenchSuitesTest, EveryCpuRowWithAStatedAimHasItsTarget) {
       seen.insert(p.run_id);
     }
     if (!p.baseline_run.empty()) {
-      // PyTorch's rows: contiguous() and conversions at least PyTorch's on one thread;
-      // beside its own threads, and torch.empty from Python, no target.
-      if ((p.baseline_run == "torch_contiguous" || p.baseline_run == "torch_convert") &&
-          absl::EndsWith(p.baseline, "threads:1")) {
+      // PyTorch's rows: contiguous() and conversions at least PyTorch's on as many
+      // threads (one, or all cores against PyTorch's own); torch.empty from Python, no
+      // target.
+      if (p.baseline_run == "torch_contiguous" || p.baseline_run == "torch_convert") {
         EXPECT_EQ(p.target, 1.0) << key;
+        EXPECT_EQ(absl::EndsWith(p.baseline, "threads:1"),
+                  !absl::StrContains(p.figure, "AllCores"))
+            << key;
         seen.insert(p.baseline_run);
       } else {
         EXPECT_EQ(p.target, 0.0) << key;

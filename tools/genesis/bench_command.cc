@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -185,6 +186,20 @@ int Compare(absl::Span<const std::string> args) {
   return 0;
 }
 
+// Writes `dir`'s report.md and summary.json for `input` and its `rows`; the summary, or
+// nullopt (after saying so) if a file cannot be written.
+std::optional<nlohmann::json> WriteReport(const std::string& dir, const BenchReportInput& input,
+                                          const std::vector<PairRow>& rows) {
+  nlohmann::json summary = ReportJson(input, rows);
+  summary["report"] = dir + "/report.md";
+  if (!WriteFile(dir + "/report.md", RenderReport(input, rows)) ||
+      !WriteFile(dir + "/summary.json", summary.dump(2) + "\n")) {
+    std::fprintf(stderr, "genesis bench: cannot write the report to '%s'\n", dir.c_str());
+    return std::nullopt;
+  }
+  return summary;
+}
+
 // Writes the report.md and summary.json of the stored report in args[0] again, from its
 // raw results, with this build's targets and limits.
 int Rerender(absl::Span<const std::string> args) {
@@ -204,14 +219,7 @@ int Rerender(absl::Span<const std::string> args) {
     return 2;
   }
   const std::vector<PairRow> rows = ComputeRows(*input);
-  nlohmann::json summary = ReportJson(*input, rows);
-  summary["report"] = dir + "/report.md";
-  if (!WriteFile(dir + "/report.md", RenderReport(*input, rows)) ||
-      !WriteFile(dir + "/summary.json", summary.dump(2) + "\n")) {
-    std::fprintf(stderr, "genesis bench --rerender: cannot write the report to '%s'\n",
-                 dir.c_str());
-    return 1;
-  }
+  if (!WriteReport(dir, *input, rows)) return 1;
   int targets = 0, met = 0;
   for (const PairRow& r : rows) {
     targets += !r.met.empty();
@@ -425,13 +433,9 @@ int RunBench(absl::Span<const std::string> args) {
   input.plots_skipped = DrawPlots(spec, s.out, &input.plots);
   input.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::vector<PairRow> rows = ComputeRows(input);
-  nlohmann::json summary = ReportJson(input, rows);
-  summary["report"] = s.out + "/report.md";
-  if (!WriteFile(s.out + "/report.md", RenderReport(input, rows)) ||
-      !WriteFile(s.out + "/summary.json", summary.dump(2) + "\n")) {
-    std::fprintf(stderr, "genesis bench: cannot write the report to '%s'\n", s.out.c_str());
-    return 1;
-  }
+  const std::optional<nlohmann::json> written = WriteReport(s.out, input, rows);
+  if (!written) return 1;
+  const nlohmann::json& summary = *written;
   if (absl::GetFlag(FLAGS_json)) {
     std::printf("%s\n", summary.dump(2).c_str());
   } else {

@@ -267,10 +267,6 @@ namespace {
 // "12.8", "1.6", "8": a target as the report prints it.
 std::string FormatTarget(double target) { return absl::StrFormat("%.3g", target); }
 
-}  // namespace
-
-namespace {
-
 // How many GPUs run `run_id` used ("cuda:0,cuda:1": 2); 0 for a CPU run.
 int GpusOfRun(const BenchReportInput& input, const std::string& run_id) {
   for (const RunOutcome& r : input.runs) {

@@ -105,7 +105,6 @@ std::vector<BenchRun> MakeRuns() {
 
 std::string LimitFor(const BenchPair& pair, int cpus, int gpus) {
   for (const BenchLimit& l : pair.limits) {
-    if (l.text.empty()) continue;
     if (l.max_cpus > 0 && cpus > l.max_cpus) continue;
     if (l.min_gpus > 0 && gpus < l.min_gpus) continue;
     if (l.max_gpus > 0 && gpus > l.max_gpus) continue;
@@ -155,7 +154,7 @@ BenchPair Scaling(BenchPair p, int threads) {
   return p;
 }
 
-// What holds rows below their targets where they miss (BenchPair::limit), as measured.
+// What holds rows below their targets where they miss (BenchPair::limits), as measured.
 constexpr char kTransposeLimit[] =
     "one thread: transposes larger than the L2 cache ran at 15-16 GB/s on the 2-core build "
     "VM whatever the blocking, prefetching or page size tried (docs/storage.md), and "

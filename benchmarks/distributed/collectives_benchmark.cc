@@ -33,7 +33,9 @@
 // distributed/symmetric_window.h), where NCCL runs its symmetric kernels.
 // --baseline_memory=nccl_registered runs the NCCL baseline on ncclMemAlloc buffers
 // registered with the communicator (NCCL's own zero-copy path) instead of cudaMalloc
-// ones. Rank 0 first prints how long creating the group took.
+// ones. --baseline_comm=split makes the baseline's communicator as genesis makes the one
+// its operations run on (a blocking split of a non-blocking communicator) instead of by
+// ncclCommInitRank. Rank 0 first prints how long creating the group took.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -81,7 +83,12 @@ ABSL_FLAG(bool, baseline_events, false,
           "tell the event's cost from the rest of genesis's");
 ABSL_FLAG(std::string, baseline_memory, "cudamalloc",
           "the NCCL baseline's buffers: cudamalloc, or nccl_registered (ncclMemAlloc, each "
-          "registered with ncclCommRegister: NCCL's zero-copy path)");
+          "registered with ncclCommRegister: NCCL's zero-copy path), or pool (two storages "
+          "of genesis's device pool, as genesis's operations use, not registered)");
+ABSL_FLAG(std::string, baseline_comm, "init_rank",
+          "how the NCCL baseline's communicator is made: init_rank (ncclCommInitRank, as "
+          "nccl-tests) or split (a blocking ncclCommSplit of a non-blocking communicator, "
+          "as genesis's groups make the one their operations run on)");
 ABSL_FLAG(bool, bucketed, true, "measure bucketed all_reduce of 1,000 gradients");
 ABSL_FLAG(std::string, register, "auto",
           "nccl: which operations run on buffers registered with NCCL: off, auto (all_gather "
@@ -497,9 +504,15 @@ absl::Status RunRank() {
   GENESIS_ASSIGN_OR_RETURN(options.nccl_registration,
                            distributed::ParseNcclRegistration(absl::GetFlag(FLAGS_register)));
   const std::string baseline_memory = absl::GetFlag(FLAGS_baseline_memory);
-  if (baseline_memory != "cudamalloc" && baseline_memory != "nccl_registered") {
+  if (baseline_memory != "cudamalloc" && baseline_memory != "nccl_registered" &&
+      baseline_memory != "pool") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--baseline_memory=", baseline_memory, ": expected cudamalloc or nccl_registered"));
+        "--baseline_memory=", baseline_memory, ": expected cudamalloc, nccl_registered or pool"));
+  }
+  const std::string baseline_comm = absl::GetFlag(FLAGS_baseline_comm);
+  if (baseline_comm != "init_rank" && baseline_comm != "split") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--baseline_comm=", baseline_comm, ": expected init_rank or split"));
   }
   const auto creation_start = std::chrono::steady_clock::now();
   GENESIS_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
@@ -527,9 +540,16 @@ absl::Status RunRank() {
       GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, SharedUniqueId(*group));
       const bool registered = baseline_memory == "nccl_registered";
       GENESIS_ASSIGN_OR_RETURN(
-          raw_nccl, RawNccl::Create(group->rank(), n, group->device().index(), id, max_bytes,
-                                    registered ? RawNccl::Memory::kNcclRegistered
-                                               : RawNccl::Memory::kCudaMalloc));
+          raw_nccl,
+          RawNccl::Create(
+              group->rank(), n, group->device().index(), id, max_bytes,
+              registered ? RawNccl::Memory::kNcclRegistered : RawNccl::Memory::kCudaMalloc,
+              baseline_comm == "split" ? RawNccl::Comm::kSplit : RawNccl::Comm::kInitRank));
+      if (root && baseline_comm == "split") {
+        std::printf(
+            "# the nccl rows run on a blocking communicator split from a "
+            "non-blocking one\n");
+      }
       if (root && registered) {
         std::printf("# the nccl rows run on ncclMemAlloc buffers registered with "
                     "ncclCommRegister\n");
@@ -579,6 +599,17 @@ absl::Status RunRank() {
     a = wa;
     b = wb;
     if (root) std::printf("# genesis rows on symmetric memory (one NCCL window)\n");
+  }
+  // The baseline on pool memory: storages of their own, filled as genesis's.
+  std::optional<Storage> pool_a, pool_b;
+  if (raw_nccl != nullptr && baseline_memory == "pool") {
+    GENESIS_ASSIGN_OR_RETURN(
+        pool_a, storage::Ones({elements}, DType::kFloat32, group->device(), on_stream));
+    GENESIS_ASSIGN_OR_RETURN(
+        pool_b, storage::Zeros({elements}, DType::kFloat32, group->device(), on_stream));
+    GENESIS_RETURN_IF_ERROR(stream->Synchronize());
+    raw_nccl->UseBuffers(pool_a->data_ptr(), pool_b->data_ptr());
+    if (root) std::printf("# the nccl rows run on storages of genesis's device pool\n");
   }
   if (root) PrintHeader(*group, library, static_cast<bool>(raw));
   std::vector<Row> rows;

@@ -6,16 +6,17 @@
 // the hand-off to Gloo's worker thread). Median of --repetitions runs of --ops each.
 //
 //   bazel run -c opt //benchmarks/distributed:issue_path_benchmark
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -33,8 +34,14 @@
 #include "genesis/distributed/store.h"
 #include "genesis/storage/storage.h"
 
-ABSL_FLAG(int, ops, 2000, "operations per repetition");
+ABSL_FLAG(int, ops, 20000,
+          "operations per repetition (enough for the NCCL group's watchdog to sweep a few "
+          "times, every 5 ms, as it does under a stream of operations)");
 ABSL_FLAG(int, repetitions, 5, "repetitions; the median is printed");
+ABSL_FLAG(double, profile_seconds, 0,
+          "with a GPU: only issue genesis's all_reduces for this long after the group is "
+          "made, and print nothing else (for a profiler: `perf record --delay=MS` skips "
+          "the set-up)");
 
 namespace genesis::benchmarks {
 namespace {
@@ -119,6 +126,21 @@ absl::Status Nccl() {
   GENESIS_ASSIGN_OR_RETURN(Storage s,
                            storage::Ones({2}, DType::kFloat32, Device::Cuda(0), options));
   auto drain = [&] { return stream.Synchronize(); };
+  if (const double seconds = absl::GetFlag(FLAGS_profile_seconds); seconds > 0) {
+    std::printf("issuing for %.1f s\n", seconds);
+    std::fflush(stdout);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    int64_t issued = 0;
+    while (std::chrono::steady_clock::now() < end) {
+      for (int i = 0; i < 1000; ++i) {
+        GENESIS_RETURN_IF_ERROR(group->AllReduce(s, ReduceOp::kSum).status());
+      }
+      GENESIS_RETURN_IF_ERROR(drain());
+      issued += 1000;
+    }
+    std::printf("%lld all_reduces issued\n", static_cast<long long>(issued));
+    return absl::OkStatus();
+  }
   GENESIS_ASSIGN_OR_RETURN(double ours, PerCall(
       [&]() -> absl::Status { return group->AllReduce(s, ReduceOp::kSum).status(); }, drain));
   Print("genesis nccl group of one: all_reduce issued (8 B)", ours);
@@ -142,6 +164,15 @@ absl::Status Nccl() {
   GENESIS_ASSIGN_OR_RETURN(const double evented, raw_median());
   Print("nccl called directly, then cudaEventRecord (8 B)", evented);
   Print("  genesis above that", ours - evented);
+  GENESIS_RETURN_IF_ERROR(raw->RecordEvents(false));
+  // NCCL called directly on a communicator made as genesis makes the one its operations
+  // run on: does the split cost NCCL's own call anything?
+  GENESIS_ASSIGN_OR_RETURN(std::vector<char> split_id, distributed::NewNcclUniqueId());
+  GENESIS_ASSIGN_OR_RETURN(raw, RawNccl::Create(0, 1, 0, split_id, 8, RawNccl::Memory::kCudaMalloc,
+                                                RawNccl::Comm::kSplit));
+  GENESIS_ASSIGN_OR_RETURN(const double split, raw_median());
+  Print("nccl called directly on a split communicator (8 B)", split);
+  Print("  genesis above that", ours - split);
 
   // The CUDA runtime calls of the path, each alone.
   GENESIS_ASSIGN_OR_RETURN(cuda::Event event, cuda::Event::Create(0));

@@ -30,6 +30,7 @@ class RawNcclImpl final : public RawNccl {
     if (send_handle_ != nullptr) ncclCommDeregister(comm_, send_handle_);
     if (recv_handle_ != nullptr) ncclCommDeregister(comm_, recv_handle_);
     if (comm_ != nullptr) ncclCommDestroy(comm_);
+    if (parent_ != nullptr) ncclCommDestroy(parent_);
     for (void* p : {send_, recv_}) {
       if (p == nullptr) continue;
       if (memory_ == Memory::kNcclRegistered) {
@@ -38,8 +39,14 @@ class RawNcclImpl final : public RawNccl {
         cudaFree(p);
       }
     }
+    if (barrier_ != nullptr) cudaFree(barrier_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
     if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+
+  void UseBuffers(void* send, void* recv) override {
+    use_send_ = send;
+    use_recv_ = recv;
   }
 
   absl::Status RecordEvents(bool on) override {
@@ -51,7 +58,7 @@ class RawNcclImpl final : public RawNccl {
   }
 
   absl::Status Init(int rank, int size, int device, absl::Span<const char> id_bytes,
-                    size_t max_bytes, Memory memory) {
+                    size_t max_bytes, Memory memory, Comm comm) {
     rank_ = rank;
     size_ = size;
     memory_ = memory;
@@ -72,9 +79,8 @@ class RawNcclImpl final : public RawNccl {
       if (auto s = Check(cudaMalloc(&send_, max_bytes), "cudaMalloc"); !s.ok()) return s;
       if (auto s = Check(cudaMalloc(&recv_, max_bytes), "cudaMalloc"); !s.ok()) return s;
     }
-    if (auto s = Check(ncclCommInitRank(&comm_, size, id, rank), "ncclCommInitRank"); !s.ok()) {
-      return s;
-    }
+    if (auto s = Check(cudaMalloc(&barrier_, sizeof(float)), "cudaMalloc"); !s.ok()) return s;
+    if (auto s = MakeComm(comm, id); !s.ok()) return s;
     if (memory != Memory::kNcclRegistered) return absl::OkStatus();
     if (auto s = Check(ncclCommRegister(comm_, send_, max_bytes, &send_handle_),
                        "ncclCommRegister");
@@ -90,7 +96,7 @@ class RawNcclImpl final : public RawNccl {
     for (int i = 0; i < warmup; ++i) {
       if (auto s = Issue(op, count); !s.ok()) return s;
     }
-    if (auto s = Check(cudaStreamSynchronize(stream_), "sync"); !s.ok()) return s;
+    if (auto s = Barrier(); !s.ok()) return s;
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i) {
       if (auto s = Issue(op, count); !s.ok()) return s;
@@ -146,7 +152,7 @@ class RawNcclImpl final : public RawNccl {
     cudaGraphDestroy(graph);
     if (auto s = Check(made, "cudaGraphInstantiate"); !s.ok()) return s;
     absl::Status status = Check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
-    if (status.ok()) status = Check(cudaStreamSynchronize(stream_), "sync");
+    if (status.ok()) status = Barrier();
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < replays && status.ok(); ++i) {
       status = Check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
@@ -189,7 +195,7 @@ class RawNcclImpl final : public RawNccl {
       return Check(first, group_bytes > 0 ? "grouped ncclAllReduce" : "ncclAllReduce");
     };
     for (int i = 0; i < warmup && status.ok(); ++i) status = call();
-    if (status.ok()) status = Check(cudaStreamSynchronize(stream_), "sync");
+    if (status.ok()) status = Barrier();
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < iters && status.ok(); ++i) status = call();
     if (status.ok()) status = Check(cudaStreamSynchronize(stream_), "sync");
@@ -201,6 +207,22 @@ class RawNcclImpl final : public RawNccl {
   }
 
  private:
+  // Waits for this rank's stream, then for every rank to get there (an all_reduce of
+  // one float), as genesis's side does before it starts its clock. Without it a rank
+  // timed the others' head start away: the root of a reduce, which finishes each
+  // operation last, started its clock after the others had sent part of the first
+  // operation, and read the baseline up to 8% faster than genesis at 4 ranks (the root
+  // of a broadcast, first to finish, read it slower).
+  absl::Status Barrier() {
+    if (auto s = Check(cudaStreamSynchronize(stream_), "sync"); !s.ok()) return s;
+    if (auto s = Check(ncclAllReduce(barrier_, barrier_, 1, ncclFloat32, ncclSum, comm_, stream_),
+                       "barrier");
+        !s.ok()) {
+      return s;
+    }
+    return Check(cudaStreamSynchronize(stream_), "sync");
+  }
+
   // The event RecordEvents and TimeDriverEventRecord record, made on first use.
   absl::Status MakeEvent() {
     if (event_ != nullptr) return absl::OkStatus();
@@ -209,8 +231,8 @@ class RawNcclImpl final : public RawNccl {
   }
 
   absl::Status Issue(const std::string& op, size_t count) {
-    float* s = static_cast<float*>(send_);
-    float* r = static_cast<float*>(recv_);
+    float* s = static_cast<float*>(use_send_ != nullptr ? use_send_ : send_);
+    float* r = static_cast<float*>(use_recv_ != nullptr ? use_recv_ : recv_);
     if (op == "all_reduce") {
       return Check(ncclAllReduce(s, s, count, ncclFloat32, ncclSum, comm_, stream_), "ncclAllReduce");
     }
@@ -246,13 +268,46 @@ class RawNcclImpl final : public RawNccl {
     return absl::InvalidArgumentError(absl::StrCat("unknown operation ", op));
   }
 
+  absl::Status MakeComm(Comm kind, const ncclUniqueId& id) {
+    if (kind == Comm::kInitRank) {
+      return Check(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t r = ncclCommInitRankConfig(&parent_, size_, id, rank_, &config);
+    if (r != ncclInProgress) {
+      if (auto s = Check(r, "ncclCommInitRankConfig"); !s.ok()) return s;
+    }
+    if (auto s = WaitParent("ncclCommInitRankConfig"); !s.ok()) return s;
+    ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
+    blocking.blocking = 1;
+    r = ncclCommSplit(parent_, 0, rank_, &comm_, &blocking);
+    if (r != ncclInProgress) {
+      if (auto s = Check(r, "ncclCommSplit"); !s.ok()) return s;
+    }
+    return WaitParent("ncclCommSplit");
+  }
+
+  // Until the non-blocking parent's last call has finished: its result.
+  absl::Status WaitParent(const char* call) {
+    ncclResult_t state = ncclInProgress;
+    while (state == ncclInProgress) {
+      if (auto s = Check(ncclCommGetAsyncError(parent_, &state), call); !s.ok()) return s;
+    }
+    return Check(state, call);
+  }
+
   int rank_ = 0;
   int size_ = 1;
+  ncclComm_t parent_ = nullptr;  // Comm::kSplit's non-blocking communicator.
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   void* send_ = nullptr;
   void* recv_ = nullptr;
   Memory memory_ = Memory::kCudaMalloc;
+  void* barrier_ = nullptr;   // Barrier's float.
+  void* use_send_ = nullptr;  // UseBuffers's, when given.
+  void* use_recv_ = nullptr;
   void* send_handle_ = nullptr;  // ncclCommRegister's, with kNcclRegistered.
   void* recv_handle_ = nullptr;
   cudaEvent_t event_ = nullptr;
@@ -263,9 +318,12 @@ class RawNcclImpl final : public RawNccl {
 
 absl::StatusOr<std::unique_ptr<RawNccl>> RawNccl::Create(int rank, int size, int device,
                                                          absl::Span<const char> unique_id,
-                                                         size_t max_bytes, Memory memory) {
+                                                         size_t max_bytes, Memory memory,
+                                                         Comm comm) {
   auto raw = std::make_unique<RawNcclImpl>();
-  if (auto s = raw->Init(rank, size, device, unique_id, max_bytes, memory); !s.ok()) return s;
+  if (auto s = raw->Init(rank, size, device, unique_id, max_bytes, memory, comm); !s.ok()) {
+    return s;
+  }
   return std::unique_ptr<RawNccl>(std::move(raw));
 }
 

@@ -22,15 +22,23 @@ class RawNccl {
     kCudaMalloc,       // cudaMalloc, not registered.
     kNcclRegistered,   // ncclMemAlloc, each registered with ncclCommRegister.
   };
+  // How the baseline's communicator is made.
+  enum class Comm {
+    kInitRank,  // ncclCommInitRank, as nccl-tests makes it.
+    kSplit,     // As genesis's groups make theirs: a blocking ncclCommSplit of a
+                // non-blocking communicator from ncclCommInitRankConfig.
+  };
 
-  // A blocking NCCL communicator of rank `rank` of `size` on GPU `device`, from a
-  // unique id every rank shares, and buffers of `memory` for up to `max_bytes`.
+  // A blocking NCCL communicator of rank `rank` of `size` on GPU `device`, made as `comm`
+  // says from a unique id every rank shares, and buffers of `memory` for up to
+  // `max_bytes`.
   // FailedPrecondition in a build without NCCL; NCCL's error if it refuses to allocate
   // or register.
   static absl::StatusOr<std::unique_ptr<RawNccl>> Create(int rank, int size, int device,
                                                          absl::Span<const char> unique_id,
                                                          size_t max_bytes,
-                                                         Memory memory = Memory::kCudaMalloc);
+                                                         Memory memory = Memory::kCudaMalloc,
+                                                         Comm comm = Comm::kInitRank);
   virtual ~RawNccl() = default;
 
   // Seconds per operation of `op` ("all_reduce", "all_gather", "reduce_scatter",
@@ -44,6 +52,11 @@ class RawNccl {
   // (one reused event without timing), as genesis's groups record one per operation they
   // track: the event's own cost, on the host and on the GPU, is then in both rows.
   virtual absl::Status RecordEvents(bool on) = 0;
+
+  // From now on the operations Time issues work on `send` and `recv` (each of the
+  // `max_bytes` given to Create at least, on this object's device, alive as long as it
+  // is) instead of this object's buffers: the baseline on another allocator's memory.
+  virtual void UseBuffers(void* send, void* recv) = 0;
 
   // Seconds per cuEventRecord, the driver's call reached through
   // cudaGetDriverEntryPointByVersion (no runtime layer), of `calls` on this object's

@@ -4,7 +4,7 @@
 namespace genesis::benchmarks {
 
 absl::StatusOr<std::unique_ptr<RawNccl>> RawNccl::Create(int, int, int, absl::Span<const char>,
-                                                         size_t, Memory) {
+                                                         size_t, Memory, Comm) {
   return absl::FailedPreconditionError("this build has no NCCL");
 }
 

@@ -33,9 +33,11 @@
 // distributed/symmetric_window.h), where NCCL runs its symmetric kernels.
 // --baseline_memory=nccl_registered runs the NCCL baseline on ncclMemAlloc buffers
 // registered with the communicator (NCCL's own zero-copy path) instead of cudaMalloc
-// ones. --baseline_comm=split makes the baseline's communicator as genesis makes the one
-// its operations run on (a blocking split of a non-blocking communicator) instead of by
-// ncclCommInitRank. Rank 0 first prints how long creating the group took.
+// ones, --baseline_memory=pool on storages of genesis's device pool.
+// --baseline_comm=split makes the baseline's communicator as genesis makes the one its
+// operations run on (a blocking split of a non-blocking communicator) instead of by
+// ncclCommInitRank. Both sides start their clocks after a barrier across the ranks.
+// Rank 0 first prints how long creating the group took.
 #include <algorithm>
 #include <cmath>
 #include <functional>

@@ -39,9 +39,9 @@ ABSL_FLAG(int, ops, 20000,
           "times, every 5 ms, as it does under a stream of operations)");
 ABSL_FLAG(int, repetitions, 5, "repetitions; the median is printed");
 ABSL_FLAG(double, profile_seconds, 0,
-          "with a GPU: only issue genesis's all_reduces for this long after the group is "
-          "made, and print nothing else (for a profiler: `perf record --delay=MS` skips "
-          "the set-up)");
+          "with a GPU: after the Gloo rows, only issue genesis's all_reduces for this long "
+          "and print how many, instead of the NCCL rows (for a profiler: `perf record "
+          "--delay=MS` skips the set-up)");
 
 namespace genesis::benchmarks {
 namespace {

@@ -1,11 +1,12 @@
 #include "benchmarks/distributed/raw_nccl.h"
 
-#include <chrono>
-#include <cstring>
-#include <vector>
-
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -211,8 +212,9 @@ class RawNcclImpl final : public RawNccl {
   // one float), as genesis's side does before it starts its clock. Without it a rank
   // timed the others' head start away: the root of a reduce, which finishes each
   // operation last, started its clock after the others had sent part of the first
-  // operation, and read the baseline up to 8% faster than genesis at 4 ranks (the root
-  // of a broadcast, first to finish, read it slower).
+  // operation, and genesis's reduce read 0.88 - 0.98 of this baseline at 4 ranks from 1
+  // to 128 MiB (0.976 - 1.006 from 2 MiB with the barrier); the root of a broadcast,
+  // first to finish, read the baseline slower.
   absl::Status Barrier() {
     if (auto s = Check(cudaStreamSynchronize(stream_), "sync"); !s.ok()) return s;
     if (auto s = Check(ncclAllReduce(barrier_, barrier_, 1, ncclFloat32, ncclSum, comm_, stream_),
@@ -293,6 +295,7 @@ class RawNcclImpl final : public RawNccl {
     ncclResult_t state = ncclInProgress;
     while (state == ncclInProgress) {
       if (auto s = Check(ncclCommGetAsyncError(parent_, &state), call); !s.ok()) return s;
+      if (state == ncclInProgress) std::this_thread::yield();
     }
     return Check(state, call);
   }

@@ -630,7 +630,7 @@ class Watchdog {
   // issued it) goes to retired_, which the issuing threads release two per operation
   // (Watch). Released here, thousands a sweep, their frees took glibc's arena lock
   // against the issuing thread's allocations (NCCL's own among them): a stream of small
-  // operations took 1.85 us each against 1.45 us now (issue_path_benchmark
+  // operations took 1.5 - 2.0 us each against 1.1 - 1.6 us now (issue_path_benchmark
   // --profile_seconds, docs/distributed.md). What nobody released within a sweep
   // (nobody issues) is released here at the next.
   void Run() {

@@ -169,9 +169,10 @@ constexpr char kOneRankLimit[] =
     "(0.3-0.4 us): the row is genesis's host cost per call (docs/distributed.md)";
 constexpr char kHostPathLimit[] =
     "genesis's host path per operation, which back-to-back operations add to NCCL's own: "
-    "0.5-0.8 us above NCCL's call on the four-H200 host, 1.1-1.8 us on two-H200 hosts "
-    "where every CUDA call is slower (an event per operation and the operation's state; "
-    "docs/distributed.md, \"The host path of an operation\"); a 1 MiB operation takes "
+    "0.5-0.8 us above NCCL's call on the fastest four-H200 host, 0.9-1.8 us on hosts "
+    "where every CUDA call is slower; by a profile, the event each operation records, "
+    "the operation's state, five lock acquisitions, the capture check and the device guard "
+    "(docs/distributed.md, \"The host path of an operation\"); a 1 MiB operation takes "
     "13-20 us, so the same microsecond shows there. What a row has above that is not "
     "explained";
 constexpr char kReplayLimit[] =

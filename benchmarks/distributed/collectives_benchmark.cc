@@ -33,7 +33,9 @@
 // distributed/symmetric_window.h), where NCCL runs its symmetric kernels.
 // --baseline_memory=nccl_registered runs the NCCL baseline on ncclMemAlloc buffers
 // registered with the communicator (NCCL's own zero-copy path) instead of cudaMalloc
-// ones, --baseline_memory=pool on storages of genesis's device pool.
+// ones, --baseline_memory=nccl_window in one symmetric window (NCCL's symmetric
+// kernels, as --symmetric gives genesis), --baseline_memory=pool on storages of
+// genesis's device pool.
 // --baseline_comm=split makes the baseline's communicator as genesis makes the one its
 // operations run on (a blocking split of a non-blocking communicator) instead of by
 // ncclCommInitRank. Both sides start their clocks after a barrier across the ranks.
@@ -85,8 +87,9 @@ ABSL_FLAG(bool, baseline_events, false,
           "tell the event's cost from the rest of genesis's");
 ABSL_FLAG(std::string, baseline_memory, "cudamalloc",
           "the NCCL baseline's buffers: cudamalloc, or nccl_registered (ncclMemAlloc, each "
-          "registered with ncclCommRegister: NCCL's zero-copy path), or pool (two storages "
-          "of genesis's device pool, as genesis's operations use, not registered)");
+          "registered with ncclCommRegister: NCCL's zero-copy path), nccl_window (one "
+          "ncclMemAlloc in a symmetric window: NCCL's symmetric kernels), or pool (two "
+          "storages of genesis's device pool, as genesis's operations use, not registered)");
 ABSL_FLAG(std::string, baseline_comm, "init_rank",
           "how the NCCL baseline's communicator is made: init_rank (ncclCommInitRank, as "
           "nccl-tests) or split (a blocking ncclCommSplit of a non-blocking communicator, "
@@ -507,9 +510,10 @@ absl::Status RunRank() {
                            distributed::ParseNcclRegistration(absl::GetFlag(FLAGS_register)));
   const std::string baseline_memory = absl::GetFlag(FLAGS_baseline_memory);
   if (baseline_memory != "cudamalloc" && baseline_memory != "nccl_registered" &&
-      baseline_memory != "pool") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--baseline_memory=", baseline_memory, ": expected cudamalloc, nccl_registered or pool"));
+      baseline_memory != "nccl_window" && baseline_memory != "pool") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--baseline_memory=", baseline_memory,
+                     ": expected cudamalloc, nccl_registered, nccl_window or pool"));
   }
   const std::string baseline_comm = absl::GetFlag(FLAGS_baseline_comm);
   if (baseline_comm != "init_rank" && baseline_comm != "split") {
@@ -541,11 +545,13 @@ absl::Status RunRank() {
     if (backend == distributed::Backend::kNccl) {
       GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, SharedUniqueId(*group));
       const bool registered = baseline_memory == "nccl_registered";
+      const bool window = baseline_memory == "nccl_window";
       GENESIS_ASSIGN_OR_RETURN(
           raw_nccl,
           RawNccl::Create(
               group->rank(), n, group->device().index(), id, max_bytes,
-              registered ? RawNccl::Memory::kNcclRegistered : RawNccl::Memory::kCudaMalloc,
+              registered ? RawNccl::Memory::kNcclRegistered
+                         : (window ? RawNccl::Memory::kNcclWindow : RawNccl::Memory::kCudaMalloc),
               baseline_comm == "split" ? RawNccl::Comm::kSplit : RawNccl::Comm::kInitRank));
       if (root && baseline_comm == "split") {
         std::printf(
@@ -555,6 +561,9 @@ absl::Status RunRank() {
       if (root && registered) {
         std::printf("# the nccl rows run on ncclMemAlloc buffers registered with "
                     "ncclCommRegister\n");
+      }
+      if (root && window) {
+        std::printf("# the nccl rows run in one symmetric window (ncclCommWindowRegister)\n");
       }
       GENESIS_RETURN_IF_ERROR(raw_nccl->RecordEvents(absl::GetFlag(FLAGS_baseline_events)));
       if (root && absl::GetFlag(FLAGS_baseline_events)) {

@@ -28,13 +28,16 @@ absl::Status Check(cudaError_t r, const char* call) {
 class RawNcclImpl final : public RawNccl {
  public:
   ~RawNcclImpl() override {
+    if (window_ != nullptr) ncclCommWindowDeregister(comm_, window_);
     if (send_handle_ != nullptr) ncclCommDeregister(comm_, send_handle_);
     if (recv_handle_ != nullptr) ncclCommDeregister(comm_, recv_handle_);
     if (comm_ != nullptr) ncclCommDestroy(comm_);
     if (parent_ != nullptr) ncclCommDestroy(parent_);
     for (void* p : {send_, recv_}) {
       if (p == nullptr) continue;
-      if (memory_ == Memory::kNcclRegistered) {
+      if (memory_ == Memory::kNcclWindow) {
+        if (p == send_) ncclMemFree(p);  // recv_ lies in send_'s allocation.
+      } else if (memory_ == Memory::kNcclRegistered) {
         ncclMemFree(p);
       } else {
         cudaFree(p);
@@ -73,7 +76,10 @@ class RawNcclImpl final : public RawNccl {
         !s.ok()) {
       return s;
     }
-    if (memory == Memory::kNcclRegistered) {
+    if (memory == Memory::kNcclWindow) {
+      if (auto s = Check(ncclMemAlloc(&send_, 2 * max_bytes), "ncclMemAlloc"); !s.ok()) return s;
+      recv_ = static_cast<char*>(send_) + max_bytes;
+    } else if (memory == Memory::kNcclRegistered) {
       if (auto s = Check(ncclMemAlloc(&send_, max_bytes), "ncclMemAlloc"); !s.ok()) return s;
       if (auto s = Check(ncclMemAlloc(&recv_, max_bytes), "ncclMemAlloc"); !s.ok()) return s;
     } else {
@@ -82,6 +88,18 @@ class RawNcclImpl final : public RawNccl {
     }
     if (auto s = Check(cudaMalloc(&barrier_, sizeof(float)), "cudaMalloc"); !s.ok()) return s;
     if (auto s = MakeComm(comm, id); !s.ok()) return s;
+    if (memory == Memory::kNcclWindow) {
+      if (auto s = Check(ncclCommWindowRegister(comm_, send_, 2 * max_bytes, &window_,
+                                                NCCL_WIN_COLL_SYMMETRIC),
+                         "ncclCommWindowRegister");
+          !s.ok()) {
+        return s;
+      }
+      if (window_ == nullptr) {
+        return absl::FailedPreconditionError("NCCL registered no symmetric window");
+      }
+      return absl::OkStatus();
+    }
     if (memory != Memory::kNcclRegistered) return absl::OkStatus();
     if (auto s = Check(ncclCommRegister(comm_, send_, max_bytes, &send_handle_),
                        "ncclCommRegister");
@@ -313,6 +331,7 @@ class RawNcclImpl final : public RawNccl {
   void* use_recv_ = nullptr;
   void* send_handle_ = nullptr;  // ncclCommRegister's, with kNcclRegistered.
   void* recv_handle_ = nullptr;
+  ncclWindow_t window_ = nullptr;  // kNcclWindow's, over send_ and recv_.
   cudaEvent_t event_ = nullptr;
   bool record_events_ = false;
 };

@@ -1,7 +1,7 @@
 // The baseline of the collective benchmarks: NCCL called directly on cudaMalloc
 // buffers, the way nccl-tests calls it, in the same process as genesis's groups; or on
 // buffers from NCCL's own allocator registered with the communicator, NCCL's zero-copy
-// path (nccl-tests' -R 1).
+// path (nccl-tests' -R 1), or in a symmetric window (nccl-tests' -R 2).
 #ifndef GENESIS_BENCHMARKS_DISTRIBUTED_RAW_NCCL_H_
 #define GENESIS_BENCHMARKS_DISTRIBUTED_RAW_NCCL_H_
 
@@ -19,8 +19,10 @@ class RawNccl {
  public:
   // Where the baseline's two buffers come from.
   enum class Memory {
-    kCudaMalloc,       // cudaMalloc, not registered.
-    kNcclRegistered,   // ncclMemAlloc, each registered with ncclCommRegister.
+    kCudaMalloc,      // cudaMalloc, not registered.
+    kNcclRegistered,  // ncclMemAlloc, each registered with ncclCommRegister.
+    kNcclWindow,      // One ncclMemAlloc for both, one symmetric window over it
+                      // (ncclCommWindowRegister), where NCCL runs its symmetric kernels.
   };
   // How the baseline's communicator is made.
   enum class Comm {

@@ -1,11 +1,12 @@
 #include "genesis/cuda/graph.h"
 
-#include <utility>
-
 #include <cuda_runtime_api.h>
+
+#include <utility>
 
 #include "genesis/cuda/internal/check.h"
 #include "genesis/cuda/internal/common.h"
+#include "genesis/cuda/internal/driver.h"
 
 namespace genesis::cuda {
 
@@ -20,6 +21,20 @@ absl::Status BeginCapture(CUstream_st* stream) {
 
 bool IsCapturing(CUstream_st* stream) {
   if (stream == nullptr) return false;
+  // The driver's entry point where the driver has it: every collective asks, and the
+  // runtime's cudaStreamIsCapturing spends twice the driver's time around it (5.2% of an
+  // issuing thread's samples against 1.9% in the driver, docs/distributed.md).
+  static const decltype(&::cuStreamIsCapturing) driver_is_capturing = [] {
+    decltype(&::cuStreamIsCapturing) fn = nullptr;  // Stays null where the driver lacks it.
+    ResolveDriverFunction("cuStreamIsCapturing", &fn).IgnoreError();
+    return fn;
+  }();
+  if (driver_is_capturing != nullptr) {
+    CUstreamCaptureStatus captured = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (driver_is_capturing(stream, &captured) == CUDA_SUCCESS) {
+      return captured == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    }
+  }
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   return cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
          status == cudaStreamCaptureStatusActive;

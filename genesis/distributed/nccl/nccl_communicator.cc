@@ -432,24 +432,19 @@ struct Comm {
     }
   }
 
-  // An event for one operation: a finished operation's, or a new one.
-  absl::StatusOr<cudaEvent_t> TakeEvent() {
-    {
-      std::lock_guard<std::mutex> lock(events_mu);
-      if (!free_events.empty()) {
-        cudaEvent_t e = free_events.back();
-        free_events.pop_back();
-        return e;
-      }
-    }
-    cudaEvent_t e = nullptr;
-    GENESIS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  // Under `mu`: a finished operation's event for the next one, or null when none is
+  // free (the caller then creates one). Taken under the lock the NCCL call takes anyway:
+  // a lock of its own cost each operation a pair of atomics more.
+  cudaEvent_t TakeFreeEventLocked() {
+    if (free_events.empty()) return nullptr;
+    cudaEvent_t e = free_events.back();
+    free_events.pop_back();
     return e;
   }
 
   // Takes back the event of a finished (or never queued) operation.
   void ReturnEvent(cudaEvent_t e) {
-    std::lock_guard<std::mutex> lock(events_mu);
+    std::lock_guard<std::mutex> lock(mu);
     free_events.push_back(e);
   }
 
@@ -464,7 +459,7 @@ struct Comm {
   ncclComm_t comm = nullptr;
   ncclComm_t control = nullptr;
   // Events are reused: creating one per operation costs more than a small collective.
-  std::mutex events_mu;
+  // Under `mu`.
   std::vector<cudaEvent_t> free_events;
   // Registered operations run on `reg_comm` (SetUpRegistration): null when registration
   // is off, `comm` itself under kOn, split from `comm` under kAuto, so that only the
@@ -626,13 +621,14 @@ class Watchdog {
   // a sweep queries about one event per stream, however many small operations are in
   // flight: an event query costs more than issuing an operation, and the sweep shares
   // the driver with the threads that issue.
-  // A dropped operation's last reference (its memory, allocated by the thread that
-  // issued it) goes to retired_, which the issuing threads release two per operation
-  // (Watch). Released here, thousands a sweep, their frees took glibc's arena lock
-  // against the issuing thread's allocations (NCCL's own among them): a stream of small
-  // operations took 1.5 - 2.0 us each against 1.1 - 1.6 us now (issue_path_benchmark
-  // --profile_seconds, docs/distributed.md). What nobody released within a sweep
-  // (nobody issues) is released here at the next.
+  // A dropped operation's last (weak) reference goes to retired_, which the issuing
+  // threads release two per operation (Watch). Released here while each held a whole
+  // state (make_shared), thousands a sweep, their frees took glibc's arena lock against
+  // the issuing thread's allocations (NCCL's own among them): a stream of small
+  // operations took 1.5 - 2.0 us each against 1.1 - 1.6 us after. Now that they hold
+  // only control blocks, releasing them here again measured no better
+  // (issue_path_benchmark --profile_seconds, docs/distributed.md). What nobody released
+  // within a sweep (nobody issues) is released here at the next.
   void Run() {
     std::vector<Watched> watched;
     std::vector<Watched> taken;
@@ -1037,13 +1033,9 @@ class NcclCommunicator final : public Communicator {
       }
     }
     cudaEvent_t event = nullptr;
-    if (issued.ok() && !captured) {
-      absl::StatusOr<cudaEvent_t> taken = comm_->TakeEvent();
-      if (taken.ok()) event = *taken;
-      issued = taken.status();
-    }
     if (issued.ok()) {
       std::lock_guard<std::mutex> lock(comm_->mu);
+      if (!captured) event = comm_->TakeFreeEventLocked();
       ncclComm_t c = registered ? comm_->reg_comm : comm_->comm;
       if (c == nullptr || comm_->comm == nullptr) {
         issued = comm_->health.Check();
@@ -1054,6 +1046,13 @@ class NcclCommunicator final : public Communicator {
     }
     if (issued.ok() && !plan.slots.empty()) issued = comm_->StageOut(plan, originals, stream);
     if (staging_lock.owns_lock()) staging_lock.unlock();
+    if (issued.ok() && !captured && event == nullptr) {
+      // None was free (the first operations): a new one, after the call, off the lock.
+      cudaEvent_t made = nullptr;
+      issued = cuda::CudaStatus(cudaEventCreateWithFlags(&made, cudaEventDisableTiming),
+                                "cudaEventCreateWithFlags");
+      if (issued.ok()) event = made;
+    }
     if (issued.ok() && !captured) issued = RecordEvent(event, stream);
     if (!issued.ok()) {
       if (event != nullptr) comm_->ReturnEvent(event);
@@ -1064,9 +1063,16 @@ class NcclCommunicator final : public Communicator {
       return error;
     }
     if (captured) return Work();
-    auto state = std::make_shared<NcclWorkState>(std::move(what), comm_, event);
+    // Not make_shared: its one allocation would keep the whole state's memory until the
+    // watchdog's weak reference goes, a sweep (5 ms, thousands of operations) later, so
+    // every operation wrote its state into memory long gone from the cache. With the
+    // state allocated apart from its control block, a dropped Work frees the state at
+    // once and the next operation gets the same, still cached, memory back; only the
+    // small control block waits for the watchdog (docs/distributed.md, "The host path
+    // of an operation").
+    std::shared_ptr<NcclWorkState> state(new NcclWorkState(std::move(what), comm_, event));
     Watchdogs().Watch(state, stream);
-    return Work(state);
+    return Work(std::move(state));  // Moved: a copy is two more atomic operations.
   }
 
   // Records `event` on `stream` through the driver's cuEventRecord where the driver has

@@ -24,11 +24,8 @@ bool IsCapturing(CUstream_st* stream) {
   // The driver's entry point where the driver has it: every collective asks, and the
   // runtime's cudaStreamIsCapturing spends twice the driver's time around it (5.2% of an
   // issuing thread's samples against 1.9% in the driver, docs/distributed.md).
-  static const decltype(&::cuStreamIsCapturing) driver_is_capturing = [] {
-    decltype(&::cuStreamIsCapturing) fn = nullptr;  // Stays null where the driver lacks it.
-    ResolveDriverFunction("cuStreamIsCapturing", &fn).IgnoreError();
-    return fn;
-  }();
+  static const auto driver_is_capturing =
+      DriverFunctionOrNull<decltype(&::cuStreamIsCapturing)>("cuStreamIsCapturing");
   if (driver_is_capturing != nullptr) {
     CUstreamCaptureStatus captured = CU_STREAM_CAPTURE_STATUS_NONE;
     if (driver_is_capturing(stream, &captured) == CUDA_SUCCESS) {

@@ -26,11 +26,8 @@ absl::Status ResolveDriverSymbol(const char* symbol, void** fn) {
 
 absl::Status DriverStatus(CUresult result, std::string_view call, int device) {
   if (result == CUDA_SUCCESS) return absl::OkStatus();
-  static decltype(&::cuGetErrorName) get_error_name = [] {
-    decltype(&::cuGetErrorName) fn = nullptr;
-    ResolveDriverFunction("cuGetErrorName", &fn).IgnoreError();
-    return fn;
-  }();
+  static const auto get_error_name =
+      DriverFunctionOrNull<decltype(&::cuGetErrorName)>("cuGetErrorName");
   const char* name = nullptr;
   if (get_error_name == nullptr || get_error_name(result, &name) != CUDA_SUCCESS ||
       name == nullptr) {

@@ -29,6 +29,16 @@ absl::Status ResolveDriverFunction(const char* symbol, Fn* fn) {
   return status;
 }
 
+// The same, or null where the driver lacks `symbol`: for a call with a runtime
+// fallback, resolved once into a function-local static (`static const auto fn =
+// DriverFunctionOrNull<decltype(&::cuEventRecord)>("cuEventRecord");`).
+template <typename Fn>
+Fn DriverFunctionOrNull(const char* symbol) {
+  Fn fn = nullptr;
+  ResolveDriverFunction(symbol, &fn).IgnoreError();
+  return fn;
+}
+
 // OK for CUDA_SUCCESS; otherwise "<call> on cuda:<device>: <error name>" (no device part
 // for device < 0) as ResourceExhausted (out of memory), FailedPrecondition (not
 // supported), InvalidArgument (invalid value) or Internal.

@@ -36,6 +36,10 @@
 // ones, --baseline_memory=nccl_window in one symmetric window (NCCL's symmetric
 // kernels, as --symmetric gives genesis), --baseline_memory=pool on storages of
 // genesis's device pool.
+// --second_baseline_memory=nccl_window (or cudamalloc, nccl_registered) times NCCL a
+// second time in the same run, on a communicator and buffers of its own, right after the
+// first baseline: so NCCL's symmetric kernels and its ordinary ones are compared within
+// one run, as the runs of these machines differ by more than the two.
 // --baseline_comm=split makes the baseline's communicator as genesis makes the one its
 // operations run on (a blocking split of a non-blocking communicator) instead of by
 // ncclCommInitRank. Both sides start their clocks after a barrier across the ranks.
@@ -90,6 +94,10 @@ ABSL_FLAG(std::string, baseline_memory, "cudamalloc",
           "registered with ncclCommRegister: NCCL's zero-copy path), nccl_window (one "
           "ncclMemAlloc in a symmetric window: NCCL's symmetric kernels), or pool (two "
           "storages of genesis's device pool, as genesis's operations use, not registered)");
+ABSL_FLAG(std::string, second_baseline_memory, "",
+          "nccl: also time NCCL called directly on buffers of this kind (cudamalloc, "
+          "nccl_registered or nccl_window), on a communicator of its own, right after the "
+          "first baseline in every repetition, printed beside it");
 ABSL_FLAG(std::string, baseline_comm, "init_rank",
           "how the NCCL baseline's communicator is made: init_rank (ncclCommInitRank, as "
           "nccl-tests) or split (a blocking ncclCommSplit of a non-blocking communicator, "
@@ -291,7 +299,8 @@ absl::StatusOr<std::vector<char>> SharedUniqueId(ProcessGroup& group) {
   return std::vector<char>(out.begin(), out.end());
 }
 
-void PrintHeader(ProcessGroup& group, const std::string& library, bool baseline) {
+void PrintHeader(ProcessGroup& group, const std::string& library, bool baseline,
+                 const std::string& second_memory) {
   const int n = group.size();
   const std::string& backend = group.backend();
   std::string registration;
@@ -304,10 +313,15 @@ void PrintHeader(ProcessGroup& group, const std::string& library, bool baseline)
               "(GB/s)%s\n",
               backend.c_str(), n, registration.c_str(),
               baseline ? absl::StrCat("; beside ", library, " called directly").c_str() : "");
+  std::string columns;
+  if (baseline) {
+    columns = absl::StrFormat("   %4s time   algbw   busbw  genesis/%s busbw", library, library);
+  }
+  if (!second_memory.empty()) {
+    absl::StrAppend(&columns, "   ", second_memory, " time  genesis/it busbw");
+  }
   std::printf("%-15s %12s %10s %9s %9s%s\n", "op", "size(B)", "time(us)", "algbw", "busbw",
-              baseline ? absl::StrFormat("   %4s time   algbw   busbw  genesis/%s busbw",
-                                         library, library).c_str()
-                       : "");
+              columns.c_str());
 }
 
 Row MakeRow(const std::string& op, const std::string& impl, size_t bytes, double seconds, int n) {
@@ -501,6 +515,21 @@ absl::Status WriteJson(const std::vector<Row>& rows, int n, const std::string& b
   return absl::OkStatus();
 }
 
+// The NCCL baseline's memory named by --baseline_memory or --second_baseline_memory
+// (`flag`); "pool" only where `pool_allowed` (Memory::kExternal: the caller points the
+// baseline at pool storages).
+absl::StatusOr<RawNccl::Memory> BaselineMemory(const std::string& name, const char* flag,
+                                               bool pool_allowed) {
+  if (name == "cudamalloc") return RawNccl::Memory::kCudaMalloc;
+  if (pool_allowed && name == "pool") return RawNccl::Memory::kExternal;
+  if (name == "nccl_registered") return RawNccl::Memory::kNcclRegistered;
+  if (name == "nccl_window") return RawNccl::Memory::kNcclWindow;
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", name,
+                                                 ": expected cudamalloc, nccl_registered, "
+                                                 "nccl_window",
+                                                 pool_allowed ? " or pool" : ""));
+}
+
 absl::Status RunRank() {
   const std::string backend_name = absl::GetFlag(FLAGS_backend);
   const distributed::Backend backend =
@@ -509,11 +538,13 @@ absl::Status RunRank() {
   GENESIS_ASSIGN_OR_RETURN(options.nccl_registration,
                            distributed::ParseNcclRegistration(absl::GetFlag(FLAGS_register)));
   const std::string baseline_memory = absl::GetFlag(FLAGS_baseline_memory);
-  if (baseline_memory != "cudamalloc" && baseline_memory != "nccl_registered" &&
-      baseline_memory != "nccl_window" && baseline_memory != "pool") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--baseline_memory=", baseline_memory,
-                     ": expected cudamalloc, nccl_registered, nccl_window or pool"));
+  GENESIS_ASSIGN_OR_RETURN(const RawNccl::Memory memory,
+                           BaselineMemory(baseline_memory, "baseline_memory", true));
+  const std::string second_memory_name = absl::GetFlag(FLAGS_second_baseline_memory);
+  std::optional<RawNccl::Memory> second_memory;
+  if (!second_memory_name.empty()) {
+    GENESIS_ASSIGN_OR_RETURN(second_memory,
+                             BaselineMemory(second_memory_name, "second_baseline_memory", false));
   }
   const std::string baseline_comm = absl::GetFlag(FLAGS_baseline_comm);
   if (baseline_comm != "init_rank" && baseline_comm != "split") {
@@ -539,20 +570,28 @@ absl::Status RunRank() {
   // Gloo on host buffers.
   std::function<absl::StatusOr<double>(const std::string&, size_t)> raw;
   std::unique_ptr<RawNccl> raw_nccl;
+  std::unique_ptr<RawNccl> second_nccl;  // --second_baseline_memory's.
   std::unique_ptr<RawGloo> raw_gloo;
   const std::string library = backend == distributed::Backend::kNccl ? "nccl" : "gloo";
   if (absl::GetFlag(FLAGS_baseline)) {
     if (backend == distributed::Backend::kNccl) {
       GENESIS_ASSIGN_OR_RETURN(std::vector<char> id, SharedUniqueId(*group));
-      const bool registered = baseline_memory == "nccl_registered";
-      const bool window = baseline_memory == "nccl_window";
-      GENESIS_ASSIGN_OR_RETURN(
-          raw_nccl,
-          RawNccl::Create(
-              group->rank(), n, group->device().index(), id, max_bytes,
-              registered ? RawNccl::Memory::kNcclRegistered
-                         : (window ? RawNccl::Memory::kNcclWindow : RawNccl::Memory::kCudaMalloc),
-              baseline_comm == "split" ? RawNccl::Comm::kSplit : RawNccl::Comm::kInitRank));
+      const bool registered = memory == RawNccl::Memory::kNcclRegistered;
+      const bool window = memory == RawNccl::Memory::kNcclWindow;
+      const RawNccl::Comm comm =
+          baseline_comm == "split" ? RawNccl::Comm::kSplit : RawNccl::Comm::kInitRank;
+      GENESIS_ASSIGN_OR_RETURN(raw_nccl, RawNccl::Create(group->rank(), n, group->device().index(),
+                                                         id, max_bytes, memory, comm));
+      if (second_memory.has_value()) {
+        GENESIS_ASSIGN_OR_RETURN(std::vector<char> second_id, SharedUniqueId(*group));
+        GENESIS_ASSIGN_OR_RETURN(
+            second_nccl, RawNccl::Create(group->rank(), n, group->device().index(), second_id,
+                                         max_bytes, *second_memory, comm));
+        GENESIS_RETURN_IF_ERROR(second_nccl->RecordEvents(absl::GetFlag(FLAGS_baseline_events)));
+        if (root) {
+          std::printf("# the second nccl rows run on %s buffers\n", second_memory_name.c_str());
+        }
+      }
       if (root && baseline_comm == "split") {
         std::printf(
             "# the nccl rows run on a blocking communicator split from a "
@@ -622,7 +661,7 @@ absl::Status RunRank() {
     raw_nccl->UseBuffers(pool_a->data_ptr(), pool_b->data_ptr());
     if (root) std::printf("# the nccl rows run on storages of genesis's device pool\n");
   }
-  if (root) PrintHeader(*group, library, static_cast<bool>(raw));
+  if (root) PrintHeader(*group, library, static_cast<bool>(raw), second_memory_name);
   std::vector<Row> rows;
   const std::vector<std::string> ops = absl::StrSplit(absl::GetFlag(FLAGS_ops), ',');
   for (const std::string& op : ops) {
@@ -639,7 +678,7 @@ absl::Status RunRank() {
       if (size == 0) continue;
       // Each repetition measures genesis, then the baseline, so that both see the same
       // machine; the table shows the medians.
-      std::vector<double> ours, theirs;
+      std::vector<double> ours, theirs, second_times;
       for (int rep = 0; rep < std::max(1, absl::GetFlag(FLAGS_benchmark_repetitions)); ++rep) {
         GENESIS_ASSIGN_OR_RETURN(double seconds,
                                  TimeGenesis(*group, op, a, b, size, warmup, iters));
@@ -654,6 +693,14 @@ absl::Status RunRank() {
             return base.status();
           }
         }
+        if (second_nccl != nullptr) {
+          absl::StatusOr<double> second = second_nccl->Time(op, size, warmup, iters);
+          if (second.ok()) {
+            second_times.push_back(*second);
+          } else if (second.status().code() != absl::StatusCode::kUnimplemented) {
+            return second.status();
+          }
+        }
       }
       const Row mine = MakeRow(op, "genesis", size, Median(ours), n);
       std::string line = absl::StrFormat("%-15s %12d %10.2f %9.2f %9.2f", op, size,
@@ -662,6 +709,10 @@ absl::Status RunRank() {
         const Row base = MakeRow(op, library, size, Median(theirs), n);
         absl::StrAppendFormat(&line, "   %9.2f %7.2f %7.2f  %12.3f", base.seconds * 1e6,
                               base.algbw, base.busbw, base.seconds / mine.seconds);
+      }
+      if (!second_times.empty()) {
+        const double second = Median(second_times);
+        absl::StrAppendFormat(&line, "   %9.2f %12.3f", second * 1e6, second / mine.seconds);
       }
       if (root) std::printf("%s\n", line.c_str());
     }

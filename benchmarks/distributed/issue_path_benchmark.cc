@@ -1,9 +1,10 @@
 // What issuing a collective costs on the host: back-to-back all_reduces of 8 bytes on a
 // group of one rank, where the backend's own work is next to nothing, so that the time
 // per operation is the issue path. With a GPU: genesis's NCCL group beside NCCL called
-// directly (ncclAllReduce on a cudaMalloc buffer), and the CUDA runtime calls the path
-// makes, each alone. Everywhere: a Gloo group of one (the process group's checks and
-// the hand-off to Gloo's worker thread). Median of --repetitions runs of --ops each.
+// directly (ncclAllReduce on a cudaMalloc buffer), the CUDA calls the path makes, each
+// alone, and a stream memory write (cuStreamWriteValue64), the other way to mark where
+// an operation ends. Everywhere: a Gloo group of one (the process group's checks and the
+// hand-off to Gloo's worker thread). Median of --repetitions runs of --ops each.
 //
 //   bazel run -c opt //benchmarks/distributed:issue_path_benchmark
 #include <unistd.h>
@@ -185,6 +186,13 @@ absl::Status Nccl() {
     Print("  cuEventRecord (the driver's entry point)", *driver * 1e9);
   } else {
     std::printf("  cuEventRecord: %s\n", driver.status().ToString().c_str());
+  }
+  // A stream memory operation would mark the operation's end without an event.
+  if (absl::StatusOr<double> write = raw->TimeDriverStreamWrite(absl::GetFlag(FLAGS_ops));
+      write.ok()) {
+    Print("  cuStreamWriteValue64 into mapped host memory", *write * 1e9);
+  } else {
+    std::printf("  cuStreamWriteValue64: %s\n", write.status().ToString().c_str());
   }
   GENESIS_ASSIGN_OR_RETURN(double query, PerCall(
       [&]() -> absl::Status { return event.Query().status(); }, drain));

@@ -4,6 +4,7 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -82,7 +83,7 @@ class RawNcclImpl final : public RawNccl {
     } else if (memory == Memory::kNcclRegistered) {
       if (auto s = Check(ncclMemAlloc(&send_, max_bytes), "ncclMemAlloc"); !s.ok()) return s;
       if (auto s = Check(ncclMemAlloc(&recv_, max_bytes), "ncclMemAlloc"); !s.ok()) return s;
-    } else {
+    } else if (memory == Memory::kCudaMalloc) {
       if (auto s = Check(cudaMalloc(&send_, max_bytes), "cudaMalloc"); !s.ok()) return s;
       if (auto s = Check(cudaMalloc(&recv_, max_bytes), "cudaMalloc"); !s.ok()) return s;
     }
@@ -143,6 +144,38 @@ class RawNcclImpl final : public RawNccl {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (auto s = Check(cudaStreamSynchronize(stream_), "sync"); !s.ok()) return s;
+    return seconds / calls;
+  }
+
+  absl::StatusOr<double> TimeDriverStreamWrite(int calls) override {
+    decltype(&::cuStreamWriteValue64) write = nullptr;
+    if (auto s = cuda::ResolveDriverFunction("cuStreamWriteValue64", &write); !s.ok()) return s;
+    void* host = nullptr;
+    if (auto s =
+            Check(cudaHostAlloc(&host, sizeof(uint64_t), cudaHostAllocMapped), "cudaHostAlloc");
+        !s.ok()) {
+      return s;
+    }
+    *static_cast<volatile uint64_t*>(host) = 0;
+    void* target = nullptr;
+    absl::Status status =
+        Check(cudaHostGetDevicePointer(&target, host, 0), "cudaHostGetDevicePointer");
+    double seconds = 0;
+    if (status.ok()) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 1; i <= calls && status.ok(); ++i) {
+        status = cuda::DriverStatus(
+            write(stream_, reinterpret_cast<CUdeviceptr>(target), static_cast<uint64_t>(i), 0),
+            "cuStreamWriteValue64");
+      }
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      status.Update(Check(cudaStreamSynchronize(stream_), "sync"));
+    }
+    if (status.ok() && *static_cast<volatile uint64_t*>(host) != static_cast<uint64_t>(calls)) {
+      status = absl::InternalError("the host did not see the last value written");
+    }
+    cudaFreeHost(host);
+    if (!status.ok()) return status;
     return seconds / calls;
   }
 
@@ -253,6 +286,9 @@ class RawNcclImpl final : public RawNccl {
   absl::Status Issue(const std::string& op, size_t count) {
     float* s = static_cast<float*>(use_send_ != nullptr ? use_send_ : send_);
     float* r = static_cast<float*>(use_recv_ != nullptr ? use_recv_ : recv_);
+    if (s == nullptr || r == nullptr) {
+      return absl::FailedPreconditionError("the NCCL baseline has no buffers: call UseBuffers");
+    }
     if (op == "all_reduce") {
       return Check(ncclAllReduce(s, s, count, ncclFloat32, ncclSum, comm_, stream_), "ncclAllReduce");
     }

@@ -23,6 +23,7 @@ class RawNccl {
     kNcclRegistered,  // ncclMemAlloc, each registered with ncclCommRegister.
     kNcclWindow,      // One ncclMemAlloc for both, one symmetric window over it
                       // (ncclCommWindowRegister), where NCCL runs its symmetric kernels.
+    kExternal,        // None of its own: UseBuffers gives them before the first Time.
   };
   // How the baseline's communicator is made.
   enum class Comm {
@@ -64,6 +65,12 @@ class RawNccl {
   // cudaGetDriverEntryPointByVersion (no runtime layer), of `calls` on this object's
   // stream.
   virtual absl::StatusOr<double> TimeDriverEventRecord(int calls) = 0;
+
+  // Seconds per cuStreamWriteValue64 of `calls` on this object's stream, each writing a
+  // counter into mapped host memory: the other way to mark a point in a stream, which a
+  // host thread could read without a driver call. An error if the host does not see
+  // the last value after a synchronize.
+  virtual absl::StatusOr<double> TimeDriverStreamWrite(int calls) = 0;
 
   // Seconds per operation of `op` on `bytes` when `ops` of them are captured into one
   // CUDA graph that is replayed `replays` times (after one replay of warm-up).

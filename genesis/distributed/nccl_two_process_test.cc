@@ -1,6 +1,7 @@
 // NCCL groups across two processes forked by the test, one GPU each: every operation
-// with known results, a sub-group, and a peer that dies mid-run. Needs 2 GPUs; skips
-// otherwise. The parent never touches CUDA (a forked child could not use it then).
+// with known results (batches of messages also by their descriptions), a sub-group, and
+// a peer that dies mid-run. Needs 2 GPUs; skips otherwise. The parent never touches CUDA
+// (a forked child could not use it then).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -121,8 +122,34 @@ std::string EveryOperation(ProcessGroup& group) {
     std::vector<StoragePeerOp> ops = {{PeerOp::Kind::kSend, mine, 1 - r, 0},
                                       {PeerOp::Kind::kRecv, theirs, 1 - r, 0}};
     GENESIS_ASSIGN_OR_TEXT(p2p, group.SendRecv(ops));
+    const std::string pair = absl::StrCat("batch of 2: send of 1000 x float32 to rank ", 1 - r,
+                                          ", recv of 1000 x float32 from rank ", 1 - r, " in ");
+    if (!absl::StartsWith(p2p.description(), pair)) {
+      return absl::StrCat("described as ", p2p.description(), ", expected ", pair, "...");
+    }
     GENESIS_RETURN_IF_BAD(p2p.Wait());
     GENESIS_RETURN_IF_TEXT(Check(theirs, [&](int64_t i) { return 1 - r + i; }, "send/recv"));
+    // A batch longer than the two messages its description keeps inline.
+    const auto small_of = [](int rank) { return [rank](int64_t i) { return 5 * rank + i; }; };
+    GENESIS_ASSIGN_OR_TEXT(small, Filled(7, DType::kInt64, small_of(r), gpu));
+    GENESIS_ASSIGN_OR_TEXT(small_in, storage::Zeros({7}, DType::kInt64, gpu));
+    GENESIS_RETURN_IF_BAD(theirs.Fill(0));
+    ops = {{PeerOp::Kind::kSend, mine, 1 - r, 0},
+           {PeerOp::Kind::kSend, small, 1 - r, 0},
+           {PeerOp::Kind::kRecv, theirs, 1 - r, 0},
+           {PeerOp::Kind::kRecv, small_in, 1 - r, 0}};
+    GENESIS_ASSIGN_OR_TEXT(four, group.SendRecv(ops));
+    const std::string longer =
+        absl::StrCat("batch of 4: send of 1000 x float32 to rank ", 1 - r,
+                     ", send of 7 x int64 to rank ", 1 - r, ", recv of 1000 x float32 from rank ",
+                     1 - r, ", recv of 7 x int64 from rank ", 1 - r, " in ");
+    if (!absl::StartsWith(four.description(), longer)) {
+      return absl::StrCat("described as ", four.description(), ", expected ", longer, "...");
+    }
+    GENESIS_RETURN_IF_BAD(four.Wait());
+    const auto received = [&](int64_t i) { return 1 - r + i; };
+    GENESIS_RETURN_IF_TEXT(Check(theirs, received, "batch of 4, float32"));
+    GENESIS_RETURN_IF_TEXT(Check(small_in, small_of(1 - r), "batch of 4, int64"));
     GENESIS_ASSIGN_OR_TEXT(barrier, group.Barrier());
     GENESIS_RETURN_IF_BAD(barrier.Wait());
     // A sub-group of rank 1 alone.

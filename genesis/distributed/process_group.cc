@@ -79,9 +79,9 @@ absl::Status CountIs(const Buffer& buffer, size_t expected, std::string_view wha
 }  // namespace
 
 absl::StatusOr<Work> ProcessGroup::Retaining(absl::StatusOr<Work> work,
-                                             absl::Span<const Storage> storages) {
+                                             absl::Span<const Storage* const> storages) {
   if (work.ok()) {
-    for (const Storage& s : storages) work->Retain(s.KeepAlive());
+    for (const Storage* s : storages) work->Retain(s->KeepAlive());
   }
   return work;
 }
@@ -114,28 +114,28 @@ absl::StatusOr<Work> ProcessGroup::SendRecv(absl::Span<const StoragePeerOp> ops)
     }
     peer_ops.push_back(PeerOp{op.kind, buffer, op.peer, op.tag});
   }
-  absl::InlinedVector<Storage, 2> storages;
-  for (const StoragePeerOp& op : ops) storages.push_back(op.storage);
+  absl::InlinedVector<const Storage*, 2> storages;
+  for (const StoragePeerOp& op : ops) storages.push_back(&op.storage);
   return Retaining(communicator_->SendRecv(peer_ops), storages);
 }
 
 absl::StatusOr<Work> ProcessGroup::Broadcast(const Storage& storage, int root) {
   GENESIS_ASSIGN_OR_RETURN(Buffer buffer, CheckedBuffer(storage, "broadcast buffer", true));
   GENESIS_RETURN_IF_ERROR(CheckRank(root, "broadcast root"));
-  return Retaining(communicator_->Broadcast(buffer, root), {storage});
+  return Retaining(communicator_->Broadcast(buffer, root), {&storage});
 }
 
 absl::StatusOr<Work> ProcessGroup::Reduce(const Storage& storage, int root, ReduceOp op) {
   GENESIS_ASSIGN_OR_RETURN(Buffer buffer, CheckedBuffer(storage, "reduce buffer", true));
   GENESIS_RETURN_IF_ERROR(CheckRank(root, "reduce root"));
   GENESIS_RETURN_IF_ERROR(communicator_->SupportsReduction(buffer.dtype, op));
-  return Retaining(communicator_->Reduce(buffer, root, op), {storage});
+  return Retaining(communicator_->Reduce(buffer, root, op), {&storage});
 }
 
 absl::StatusOr<Work> ProcessGroup::AllReduce(const Storage& storage, ReduceOp op) {
   GENESIS_ASSIGN_OR_RETURN(Buffer buffer, CheckedBuffer(storage, "all_reduce buffer", true));
   GENESIS_RETURN_IF_ERROR(communicator_->SupportsReduction(buffer.dtype, op));
-  return Retaining(communicator_->AllReduce(buffer, op), {storage});
+  return Retaining(communicator_->AllReduce(buffer, op), {&storage});
 }
 
 absl::StatusOr<Work> ProcessGroup::AllGather(const Storage& input, const Storage& output) {
@@ -143,7 +143,7 @@ absl::StatusOr<Work> ProcessGroup::AllGather(const Storage& input, const Storage
   GENESIS_ASSIGN_OR_RETURN(Buffer out, CheckedBuffer(output, "all_gather output", true));
   GENESIS_RETURN_IF_ERROR(SameDType(in, out, "all_gather"));
   GENESIS_RETURN_IF_ERROR(CountIs(out, in.count * size(), "all_gather output", "input", size()));
-  return Retaining(communicator_->AllGather(in, out), {input, output});
+  return Retaining(communicator_->AllGather(in, out), {&input, &output});
 }
 
 absl::StatusOr<Work> ProcessGroup::AllGather(const Storage& input,
@@ -190,7 +190,7 @@ absl::StatusOr<Work> ProcessGroup::ReduceScatter(const Storage& input, const Sto
   GENESIS_RETURN_IF_ERROR(
       CountIs(in, out.count * size(), "reduce_scatter input", "output", size()));
   GENESIS_RETURN_IF_ERROR(communicator_->SupportsReduction(in.dtype, op));
-  return Retaining(communicator_->ReduceScatter(in, out, op), {input, output});
+  return Retaining(communicator_->ReduceScatter(in, out, op), {&input, &output});
 }
 
 absl::StatusOr<Work> ProcessGroup::AllToAll(const Storage& input, const Storage& output) {
@@ -203,7 +203,7 @@ absl::StatusOr<Work> ProcessGroup::AllToAll(const Storage& input, const Storage&
                                                    " elements does not split into ", size(),
                                                    " equal chunks"));
   }
-  return Retaining(communicator_->AllToAll(in, out), {input, output});
+  return Retaining(communicator_->AllToAll(in, out), {&input, &output});
 }
 
 absl::StatusOr<Work> ProcessGroup::Barrier() { return communicator_->Barrier(); }

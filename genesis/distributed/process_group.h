@@ -128,12 +128,13 @@ class ProcessGroup {
   absl::StatusOr<Buffer> CheckedBuffer(const storage::Storage& storage, std::string_view what,
                                        bool written) const;
   absl::Status CheckRank(int rank, std::string_view what) const;
-  // `work`, keeping the memory of `storages` alive until it has finished (no allocation
-  // for one or two storages).
+  // `work`, keeping the memory of `storages` alive until it has finished. Pointers: a
+  // copy of a Storage (its layout and a reference) per operation cost more than keeping
+  // its memory does.
   absl::StatusOr<Work> Retaining(absl::StatusOr<Work> work,
-                                 absl::Span<const storage::Storage> storages);
+                                 absl::Span<const storage::Storage* const> storages);
   absl::StatusOr<Work> Retaining(absl::StatusOr<Work> work,
-                                 std::initializer_list<storage::Storage> storages) {
+                                 std::initializer_list<const storage::Storage*> storages) {
     return Retaining(std::move(work), absl::MakeConstSpan(storages.begin(), storages.size()));
   }
 

@@ -1,6 +1,10 @@
 #include "genesis/distributed/nccl/nccl_communicator.h"
 
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,9 +17,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -85,45 +86,83 @@ ncclRedOp_t NcclOp(ReduceOp op) {
   return ncclSum;
 }
 
-std::string DescribeBuffer(const Buffer& b) {
-  return absl::StrCat(b.count, " x ", ToAbsl(DTypeName(b.dtype)));
+// "4 x float32".
+std::string DescribeBuffer(size_t count, DType dtype) {
+  return absl::StrCat(count, " x ", ToAbsl(DTypeName(dtype)));
 }
 
+// The messages of a batch of sends and receives, as much of each as its description
+// needs; inline up to two (a ring exchange's step, issued every step), so that a batch
+// allocates nothing unless it is longer.
+class BatchSummary {
+ public:
+  struct Message {
+    size_t count = 0;
+    int peer = 0;
+    DType dtype = DType::kFloat32;
+    bool send = false;
+  };
+
+  void Assign(absl::Span<const PeerOp> ops) {
+    size_ = ops.size();
+    if (size_ > inline_.size()) longer_.resize(size_);
+    Message* out = size_ > inline_.size() ? longer_.data() : inline_.data();
+    for (const PeerOp& op : ops) {
+      *out++ = {op.buffer.count, op.peer, op.buffer.dtype, op.kind == PeerOp::Kind::kSend};
+    }
+  }
+  size_t size() const { return size_; }
+  const Message& operator[](size_t i) const {
+    return size_ > inline_.size() ? longer_[i] : inline_[i];
+  }
+
+ private:
+  size_t size_ = 0;
+  std::array<Message, 2> inline_;
+  std::vector<Message> longer_;
+};
+
 // What an operation is, kept as values and put into words only when an error or a
-// caller asks: formatting it on every call cost more than NCCL's own call.
+// caller asks: formatting it on every call cost more than NCCL's own call. Kept small:
+// every operation writes one into its state.
 struct OpSummary {
   OpSummary() = default;
   explicit OpSummary(const char* name) : name(name) {}
   OpSummary(const char* name, const Buffer& buffer, std::optional<ReduceOp> op = std::nullopt,
             const char* peer_words = nullptr, int peer = -1)
-      : name(name), has_buffer(true), buffer(buffer), op(op), peer_words(peer_words), peer(peer) {}
+      : name(name),
+        peer_words(peer_words),
+        count(buffer.count),
+        peer(peer),
+        op(op),
+        dtype(buffer.dtype),
+        has_buffer(true) {}
 
   const char* name = "";
-  // The buffer described ("4 x float32"); none for a barrier.
-  bool has_buffer = false;
-  Buffer buffer;
-  std::optional<ReduceOp> op;
-  // " to rank " / " from rank " and the peer or root, when there is one.
+  // " to rank " / " from rank " before `peer` (the peer or root), when there is one.
   const char* peer_words = nullptr;
+  // The buffer described ("4 x float32"), if `has_buffer`; none for a barrier.
+  size_t count = 0;
   int peer = -1;
-  // A batch of sends and receives (two or more), kept as values like the rest: a ring
-  // exchange issues one every step. (A std::vector: GCC 12 at -O2 warns that an
-  // InlinedVector here may be used uninitialized.)
-  std::vector<PeerOp> batch;
+  std::optional<ReduceOp> op;
+  DType dtype = DType::kFloat32;
+  bool has_buffer = false;
+  // A batch of sends and receives (two or more).
+  BatchSummary batch;
 
   std::string ToString() const {
-    if (!batch.empty()) {
+    if (batch.size() != 0) {
       std::string s = absl::StrCat("batch of ", batch.size(), ": ");
       for (size_t i = 0; i < batch.size(); ++i) {
-        const PeerOp& op = batch[i];
-        const bool send = op.kind == PeerOp::Kind::kSend;
-        absl::StrAppend(&s, i == 0 ? "" : ", ", send ? "send of " : "recv of ",
-                        DescribeBuffer(op.buffer), send ? " to rank " : " from rank ", op.peer);
+        const BatchSummary::Message& m = batch[i];
+        absl::StrAppend(&s, i == 0 ? "" : ", ", m.send ? "send of " : "recv of ",
+                        DescribeBuffer(m.count, m.dtype), m.send ? " to rank " : " from rank ",
+                        m.peer);
       }
       return s;
     }
     if (!has_buffer) return name;
-    std::string s = absl::StrCat(name, " of ", DescribeBuffer(buffer));
+    std::string s = absl::StrCat(name, " of ", DescribeBuffer(count, dtype));
     if (op.has_value()) absl::StrAppend(&s, " (", ToAbsl(ReduceOpName(*op)), ")");
     if (peer_words != nullptr) absl::StrAppend(&s, peer_words, peer);
     return s;
@@ -160,6 +199,7 @@ struct Comm {
     FreeStaging();
     if (staging.done != nullptr) cudaEventDestroy(staging.done);
     for (cudaEvent_t e : free_events) cudaEventDestroy(e);
+    if (cudaEvent_t e = returned_event.load()) cudaEventDestroy(e);
     if (reg_comm != comm) Close(reg_comm);
     if (comm != control) Close(comm);
     Close(control);
@@ -436,16 +476,23 @@ struct Comm {
   // free (the caller then creates one). Taken under the lock the NCCL call takes anyway:
   // a lock of its own cost each operation a pair of atomics more.
   cudaEvent_t TakeFreeEventLocked() {
+    if (cudaEvent_t e = returned_event.exchange(nullptr, std::memory_order_acquire)) return e;
     if (free_events.empty()) return nullptr;
     cudaEvent_t e = free_events.back();
     free_events.pop_back();
     return e;
   }
 
-  // Takes back the event of a finished (or never queued) operation.
+  // Takes back the event of a finished (or never queued) operation. Into
+  // `returned_event` without a lock: operations issued and dropped in turn hand one
+  // event from each to the next (taking `mu` here cost each operation a lock, and waited
+  // for any NCCL call in progress on another thread). The one it displaces goes to the
+  // free list.
   void ReturnEvent(cudaEvent_t e) {
+    cudaEvent_t displaced = returned_event.exchange(e, std::memory_order_acq_rel);
+    if (displaced == nullptr) return;
     std::lock_guard<std::mutex> lock(mu);
-    free_events.push_back(e);
+    free_events.push_back(displaced);
   }
 
   const GroupInfo info;
@@ -461,6 +508,8 @@ struct Comm {
   // Events are reused: creating one per operation costs more than a small collective.
   // Under `mu`.
   std::vector<cudaEvent_t> free_events;
+  // The event returned last, if no operation has taken it yet (ReturnEvent).
+  std::atomic<cudaEvent_t> returned_event{nullptr};
   // Registered operations run on `reg_comm` (SetUpRegistration): null when registration
   // is off, `comm` itself under kOn, split from `comm` under kAuto, so that only the
   // operations the policy names ever meet a registration. Under `mu` like `comm`.
@@ -765,7 +814,7 @@ class NcclCommunicator final : public Communicator {
       what = OpSummary(send ? "send" : "recv", ops[0].buffer, std::nullopt,
                        send ? " to rank " : " from rank ", ops[0].peer);
     } else {
-      what.batch.assign(ops.begin(), ops.end());
+      what.batch.Assign(ops);
     }
     CUstream_st* stream = ops.front().buffer.stream;
     absl::InlinedVector<Operand, 4> x;

@@ -43,6 +43,9 @@ class WorkState {
   // True once finished. For polled states, checks once.
   bool Done();
 
+  // True once finished; never checks (for a watchdog that looks at many states).
+  bool Finished() const { return finished_.load(std::memory_order_acquire); }
+
   // Blocks until finished or `deadline`; returns whether it finished.
   bool WaitUntil(absl::Time deadline);
 

@@ -6,12 +6,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <iterator>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -29,6 +27,7 @@
 #include "genesis/cuda/internal/check.h"
 #include "genesis/cuda/internal/driver.h"
 #include "genesis/distributed/internal/group_health.h"
+#include "genesis/distributed/internal/watchdog.h"
 #include "genesis/distributed/internal/work_state.h"
 #include "genesis/distributed/nccl/registration_cache.h"
 #include "genesis/distributed/nccl/staging_plan.h"
@@ -539,8 +538,9 @@ struct Comm {
 };
 
 // An operation in flight: done when its event has completed; failed when NCCL reports
-// an error or the timeout has passed.
-class NcclWorkState final : public WorkState {
+// an error or the timeout has passed. Watched (internal/watchdog.h) from its issue until
+// its last reference goes, so that a hang becomes an error even when nobody waits.
+class NcclWorkState final : public WorkState, public internal::Watched {
  public:
   NcclWorkState(OpSummary summary, std::shared_ptr<Comm> comm, cudaEvent_t event)
       : WorkState(std::string(), Kind::kPolled),
@@ -628,101 +628,6 @@ class NcclWorkState final : public WorkState {
   cudaEvent_t event_;
   // Unix nanoseconds; 0 until PastDeadline first runs.
   std::atomic<int64_t> deadline_ns_{0};
-};
-
-// Polls the operations in flight, so that a hang becomes an error even when nobody
-// waits for it.
-class Watchdog {
- public:
-  Watchdog() : thread_([this] { Run(); }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  // Called per operation: appends to a vector that keeps its capacity (no allocation
-  // once warm). `stream` is the operation's: operations of one stream finish in order.
-  // Also releases up to two of the operations the watchdog has dropped (retired_), on
-  // this thread.
-  void Watch(std::weak_ptr<WorkState> state, CUstream_st* stream) {
-    std::weak_ptr<WorkState> released[2];  // Released after the lock, on return.
-    std::lock_guard<std::mutex> lock(mu_);
-    arrived_.push_back({std::move(state), stream});
-    for (std::weak_ptr<WorkState>& r : released) {
-      if (retired_.empty()) break;
-      r = std::move(retired_.back());
-      retired_.pop_back();
-    }
-  }
-
- private:
-  struct Watched {
-    std::weak_ptr<WorkState> state;
-    CUstream_st* stream;
-  };
-
-  // Every 5 ms: drops the operations that have finished (or that nobody holds), looking
-  // at each stream's operations in issue order and at none after its first unfinished
-  // one (it cannot have finished either, and its timeout follows from the first's). So
-  // a sweep queries about one event per stream, however many small operations are in
-  // flight: an event query costs more than issuing an operation, and the sweep shares
-  // the driver with the threads that issue.
-  // A dropped operation's last (weak) reference goes to retired_, which the issuing
-  // threads release two per operation (Watch). Released here while each held a whole
-  // state (make_shared), thousands a sweep, their frees took glibc's arena lock against
-  // the issuing thread's allocations (NCCL's own among them): a stream of small
-  // operations took 1.5 - 2.0 us each against 1.1 - 1.6 us after. Now that they hold
-  // only control blocks, releasing them here again measured no better
-  // (issue_path_benchmark --profile_seconds, docs/distributed.md). What nobody released
-  // within a sweep (nobody issues) is released here at the next.
-  void Run() {
-    std::vector<Watched> watched;
-    std::vector<Watched> taken;
-    std::vector<CUstream_st*> blocked;
-    std::vector<std::weak_ptr<WorkState>> retiring;  // Dropped in this sweep.
-    std::vector<std::weak_ptr<WorkState>> stale;     // Left in retired_ a whole sweep.
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stopping_) {
-      cv_.wait_for(lock, std::chrono::milliseconds(5));
-      taken.swap(arrived_);  // arrived_ gets taken's emptied capacity.
-      stale.swap(retired_);
-      retired_.swap(retiring);  // retiring gets stale's emptied capacity.
-      lock.unlock();
-      stale.clear();
-      watched.insert(watched.end(), std::make_move_iterator(taken.begin()),
-                     std::make_move_iterator(taken.end()));
-      taken.clear();
-      blocked.clear();
-      size_t kept = 0;
-      for (size_t i = 0; i < watched.size(); ++i) {
-        Watched& w = watched[i];
-        const bool behind =
-            std::find(blocked.begin(), blocked.end(), w.stream) != blocked.end();
-        if (!behind) {
-          std::shared_ptr<WorkState> state = w.state.lock();
-          if (state == nullptr || state->Done()) {
-            retiring.push_back(std::move(w.state));
-            continue;
-          }
-          blocked.push_back(w.stream);
-        }
-        if (kept != i) watched[kept] = std::move(w);
-        ++kept;
-      }
-      watched.resize(kept);
-      lock.lock();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::vector<Watched> arrived_;                   // Under mu_.
-  std::vector<std::weak_ptr<WorkState>> retired_;  // Under mu_.
-  std::thread thread_;
 };
 
 class NcclCommunicator final : public Communicator {
@@ -1112,15 +1017,11 @@ class NcclCommunicator final : public Communicator {
       return error;
     }
     if (captured) return Work();
-    // Not make_shared: its one allocation would keep the whole state's memory until the
-    // watchdog's weak reference goes, a sweep (5 ms, thousands of operations) later, so
-    // every operation wrote its state into memory long gone from the cache. With the
-    // state allocated apart from its control block, a dropped Work frees the state at
-    // once and the next operation gets the same, still cached, memory back; only the
-    // small control block waits for the watchdog (docs/distributed.md, "The host path
-    // of an operation").
-    std::shared_ptr<NcclWorkState> state(new NcclWorkState(std::move(what), comm_, event));
-    Watchdogs().Watch(state, stream);
+    // Watched until the last reference goes (internal/watchdog.h): a dropped Work frees
+    // its state at once, and the next operation gets the same, still cached, memory
+    // back (docs/distributed.md, "The host path of an operation").
+    std::shared_ptr<NcclWorkState> state =
+        Watchdogs().Watch(std::make_unique<NcclWorkState>(std::move(what), comm_, event), stream);
     return Work(std::move(state));  // Moved: a copy is two more atomic operations.
   }
 
@@ -1136,8 +1037,9 @@ class NcclCommunicator final : public Communicator {
     return cuda::DriverStatus(record(event, stream), "cuEventRecord");
   }
 
-  static Watchdog& Watchdogs() {
-    static Watchdog* watchdog = new Watchdog();  // Never destroyed: works may outlive main.
+  // Every 5 ms. Never destroyed: works may outlive main.
+  static internal::Watchdog& Watchdogs() {
+    static internal::Watchdog* watchdog = new internal::Watchdog(absl::Milliseconds(5));
     return *watchdog;
   }
 

@@ -171,12 +171,12 @@ constexpr char kHostPathLimit[] =
     "genesis's host path per operation, which back-to-back operations add to NCCL's own: "
     "0.5-0.7 us above NCCL's call on four-H200 hosts, 0.9-1.8 us on hosts where every "
     "CUDA call is slower. NCCL's own call takes about 10 us on the host at 2 and 4 ranks, "
-    "so these rows are bound by the host and the path shows in full. By a profile: the "
-    "event each operation records (0.17-0.22 us), the watchdog's bookkeeping (a cache "
-    "line its thread touched last), three lock acquisitions and the operation's state "
-    "(docs/distributed.md, \"The host path of an operation\"); a 1 MiB operation takes "
-    "13-20 us, so the same microsecond shows there. What a row has above that is not "
-    "explained";
+    "so these rows are bound by the host and the path shows in full. What the path is: "
+    "the event each operation records (0.17-0.22 us), four short lock acquisitions (the "
+    "state's, the communicator's, the watchdog's list at issue and at release) and the "
+    "operation's state (docs/distributed.md, \"The host path of an operation\"); a 1 MiB "
+    "operation takes 13-20 us, so the same microsecond shows there. What a row has above "
+    "that is not explained";
 constexpr char kReplayLimit[] =
     "3,500 of the trace's 8,000 allocations are larger than 1 MiB (3.3 GB live at the "
     "peak), which the pool serves from its free sets (trees "

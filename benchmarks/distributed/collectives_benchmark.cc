@@ -661,7 +661,11 @@ absl::Status RunRank() {
     raw_nccl->UseBuffers(pool_a->data_ptr(), pool_b->data_ptr());
     if (root) std::printf("# the nccl rows run on storages of genesis's device pool\n");
   }
-  if (root) PrintHeader(*group, library, static_cast<bool>(raw), second_memory_name);
+  // The second baseline's columns only where it runs (not with --baseline=false or Gloo).
+  if (root) {
+    PrintHeader(*group, library, static_cast<bool>(raw),
+                second_nccl != nullptr ? second_memory_name : std::string());
+  }
   std::vector<Row> rows;
   const std::vector<std::string> ops = absl::StrSplit(absl::GetFlag(FLAGS_ops), ',');
   for (const std::string& op : ops) {

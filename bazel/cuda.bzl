@@ -13,7 +13,7 @@ against one shared object per library, fail with "undefined symbol: cuda...".
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
-load("@local_config_cuda//:config.bzl", "CUDA_FOUND", "CUDA_NOT_FOUND_REASON", "NCCL_FOUND", "NVCC_PATH")
+load("@local_config_cuda//:config.bzl", "CUDA_FOUND", "CUDA_NOT_FOUND_REASON", "NCCL_DEVICE_FOUND", "NCCL_FOUND", "NVCC_PATH")
 load("//bazel:flags.bzl", "FlagInfo")
 
 _CUDA_OFF = str(Label("//bazel:cuda_off"))
@@ -30,6 +30,12 @@ def if_nccl(if_true, if_false = []):
     """Returns `if_true` where CUDA code is built and NCCL was found, `if_false` otherwise."""
     if NCCL_FOUND:
         return if_cuda(if_true, if_false)
+    return if_false
+
+def if_nccl_device(if_true, if_false = []):
+    """Like if_nccl, where NCCL's device API (nccl_device.h, NCCL 2.28+) was found too."""
+    if NCCL_DEVICE_FOUND:
+        return if_nccl(if_true, if_false)
     return if_false
 
 def cuda_compatible():

@@ -30,6 +30,10 @@ struct CUstream_st;
 
 namespace genesis::distributed {
 
+// All_reduces of up to this many bytes take NCCL groups' one-shot path by default
+// (GroupInfo::nccl_one_shot_bytes).
+inline constexpr size_t kDefaultNcclOneShotBytes = size_t{256} << 10;
+
 // Who a communicator is, for error messages and reports.
 struct GroupInfo {
   std::string name = "world";
@@ -49,6 +53,9 @@ struct GroupInfo {
   // id: one ncclCommInitRank per rank and nothing more (no blocking copy made by
   // ncclCommSplit, which the other client would never join).
   bool nccl_interop = false;
+  // NCCL only: all_reduces of up to this many bytes run genesis's one-shot kernel over a
+  // symmetric window instead of NCCL's all_reduce (nccl/nccl_communicator.h); 0: none.
+  size_t nccl_one_shot_bytes = kDefaultNcclOneShotBytes;
 
   // "gloo group 'world' (rank 1 of 4)".
   std::string Describe() const;

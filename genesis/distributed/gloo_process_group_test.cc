@@ -591,6 +591,29 @@ TEST(GlooGroupTest, EnvironmentErrorsNameTheVariable) {
   EXPECT_TRUE(absl::StrContains(status.message(),
                                 "GENESIS_NCCL_REGISTER='yes' is not 0, 1, off, on or auto"))
       << status;
+  for (const char* value : {"yes", "-1", "4194305"}) {
+    auto bad_one_shot = [&](std::string_view name) -> std::optional<std::string> {
+      if (name == "GENESIS_NCCL_ONE_SHOT_BYTES") return std::string(value);
+      return std::nullopt;
+    };
+    status = ProcessGroupFromEnvironment(Backend::kNccl, env, bad_one_shot).status();
+    EXPECT_TRUE(absl::StrContains(status.message(),
+                                  absl::StrCat("GENESIS_NCCL_ONE_SHOT_BYTES='", value,
+                                               "' is not a number of bytes from 0 to 4194304")))
+        << status;
+  }
+}
+
+// The one-shot all_reduce's counters are an NCCL group's.
+TEST(GlooGroupTest, OneShotStatsAreNcclOnly) {
+  const std::string dir = testing::FreshDirectory("gloo-one-shot");
+  auto store = Store::File(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto group = CreateGlooGroup(0, 1, *store);
+  ASSERT_TRUE(group.ok()) << group.status();
+  absl::StatusOr<nccl_backend::OneShotStats> stats = NcclOneShot(**group);
+  EXPECT_FALSE(stats.ok());
+  EXPECT_TRUE(absl::StrContains(stats.status().message(), "gloo group 'world'")) << stats.status();
 }
 
 }  // namespace

@@ -86,6 +86,22 @@ TEST(NcclGroupTest, OneRankWorldRunsEveryOperation) {
   ASSERT_NE(group, nullptr);
   EXPECT_EQ(group->backend(), "nccl");
   EXPECT_EQ(RunEveryOperation(*group), "");
+  // One rank has no peer to read: NCCL runs its all_reduces.
+  absl::StatusOr<nccl_backend::OneShotStats> one_shot = NcclOneShot(*group);
+  ASSERT_TRUE(one_shot.ok()) << one_shot.status();
+  EXPECT_FALSE(one_shot->enabled);
+  EXPECT_EQ(one_shot->ToString(), "off: 1 ranks (it serves 2 to 8)");
+}
+
+TEST(NcclGroupTest, OneShotSizeBeyondItsLimitIsRefused) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  auto id = NewNcclUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  GroupOptions options;
+  options.nccl_one_shot_bytes = (size_t{4} << 20) + 1;
+  absl::Status status = CreateNcclGroup(0, 1, Device::Cuda(0), *id, options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "nccl_one_shot_bytes = 4194305")) << status;
 }
 
 TEST(NcclGroupTest, OneRankNonBlockingWorldRunsEveryOperation) {

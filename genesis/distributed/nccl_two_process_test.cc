@@ -1,18 +1,21 @@
 // NCCL groups across two processes forked by the test, one GPU each: every operation
-// with known results (batches of messages also by their descriptions), a sub-group, and
+// with known results (batches of messages also by their descriptions), a sub-group, the
+// one-shot all_reduce (sizes, alignments, streams, graphs, ranks that disagree), and
 // a peer that dies mid-run. Needs 2 GPUs; skips otherwise. The parent never touches CUDA
 // (a forked child could not use it then).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "genesis/core/absl_compat.h"
 #include "genesis/cuda/device_query.h"
+#include "genesis/cuda/graph.h"
 #include "genesis/cuda/stream.h"
 #include "genesis/distributed/process_group_factory.h"
 #include "genesis/distributed/registration_policy.h"
@@ -83,6 +86,10 @@ std::string EveryOperation(ProcessGroup& group) {
     const int r = group.rank();
     const int n = group.size();
     const Device gpu = group.device();
+    // The all_reduces below (4099 elements) take the one-shot path.
+    GENESIS_ASSIGN_OR_TEXT(one_shot, NcclOneShot(group));
+    if (!one_shot.enabled) return absl::StrCat("one-shot all_reduce ", one_shot.ToString());
+    int64_t one_shot_operations = one_shot.operations;
     for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64,
                         DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
@@ -93,7 +100,13 @@ std::string EveryOperation(ProcessGroup& group) {
         GENESIS_RETURN_IF_BAD(w.Wait());
         GENESIS_RETURN_IF_TEXT(Check(s, [&](int64_t i) { return Expected(op, dtype, n, i); },
                                      absl::StrCat("all_reduce ", r)));
+        ++one_shot_operations;
       }
+    }
+    GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
+    if (after.operations != one_shot_operations) {
+      return absl::StrCat("one-shot all_reduce ", after.ToString(), ", expected ",
+                          one_shot_operations, " operations");
     }
     GENESIS_ASSIGN_OR_TEXT(in, Filled(6, DType::kFloat32, [&](int64_t i) { return r * 10 + i; }, gpu));
     GENESIS_ASSIGN_OR_TEXT(out, storage::Zeros({12}, DType::kFloat32, gpu));
@@ -455,13 +468,154 @@ TEST(NcclTwoProcessTest, LargeAllGatherInASymmetricWindowIsNotStaged) {
   }));
 }
 
+// The one-shot all_reduce: every dtype and reduction at sizes around its chunks and its
+// limit, in views that start off 16 bytes, with known results; messages one element
+// over the limit run NCCL's all_reduce.
+TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignment) {
+  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    const int n = group.size();
+    const Device gpu = group.device();
+    GENESIS_ASSIGN_OR_TEXT(before, NcclOneShot(group));
+    if (!before.enabled || before.max_bytes != kDefaultNcclOneShotBytes) {
+      return absl::StrCat("one-shot all_reduce ", before.ToString());
+    }
+    int64_t expected_operations = before.operations;
+    for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64, DType::kFloat16,
+                        DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+      const int64_t item = static_cast<int64_t>(ItemSize(dtype));
+      const int64_t limit = static_cast<int64_t>(before.max_bytes) / item;
+      const int64_t chunk = 8192 / item;
+      for (int64_t count :
+           {int64_t{1}, int64_t{3}, chunk - 1, chunk + 1, 3 * chunk + 5, limit, limit + 1}) {
+        for (int64_t offset : {int64_t{0}, int64_t{1}}) {
+          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kAvg}) {
+            if (!CheckReduction(op, dtype).ok()) continue;
+            const auto value = [&](int64_t i) { return Contribution(op, r, i - offset); };
+            GENESIS_ASSIGN_OR_TEXT(whole, Filled(count + offset, dtype, value, gpu));
+            GENESIS_ASSIGN_OR_TEXT(view, whole.Slice(0, offset, offset + count));
+            GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(view, op));
+            GENESIS_RETURN_IF_BAD(w.Wait());
+            const std::string what =
+                absl::StrCat(ToAbsl(DTypeName(dtype)), " ", ToAbsl(ReduceOpName(op)), " of ", count,
+                             " at +", offset);
+            GENESIS_RETURN_IF_TEXT(Check(
+                view, [&](int64_t i) { return Expected(op, dtype, n, i); }, what));
+            if (offset == 1) {
+              // The element before the view is untouched.
+              GENESIS_ASSIGN_OR_TEXT(head, whole.Slice(0, 0, 1));
+              GENESIS_RETURN_IF_TEXT(Check(
+                  head, [&](int64_t) { return value(0); }, what + ", element before"));
+            }
+            if (count <= limit) ++expected_operations;
+          }
+        }
+      }
+    }
+    GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
+    if (after.operations != expected_operations) {
+      return absl::StrCat("one-shot all_reduce ", after.ToString(), ", expected ",
+                          expected_operations, " operations");
+    }
+    return std::string();
+  }));
+}
+
+// Many one-shot all_reduces in flight at once on two streams in turn, each on its own
+// storage with values of its own (a slot read too early or too late shows), then the
+// same captured into a CUDA graph and replayed.
+TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
+  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    const Device gpu = group.device();
+    GENESIS_ASSIGN_OR_TEXT(a, cuda::Stream::Create(gpu.index()));
+    GENESIS_ASSIGN_OR_TEXT(b, cuda::Stream::Create(gpu.index()));
+    constexpr int kOperations = 40;
+    std::vector<Storage> storages;
+    std::vector<Work> works;
+    for (int k = 0; k < kOperations; ++k) {
+      const storage::StorageOptions on{.stream = (k % 2 == 0 ? a : b).native()};
+      const int64_t count = 1 + (k * 977) % 20000;  // 1 to 20000 floats: 1 to 10 blocks.
+      GENESIS_ASSIGN_OR_TEXT(
+          x, Filled(
+                 count, DType::kFloat32, [&](int64_t i) { return k + r + i % 13; }, gpu));
+      GENESIS_ASSIGN_OR_TEXT(y, x.To(gpu, on));
+      storages.push_back(y);
+    }
+    GENESIS_RETURN_IF_BAD(a.Synchronize());
+    GENESIS_RETURN_IF_BAD(b.Synchronize());
+    for (Storage& s : storages) {
+      GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(s, ReduceOp::kSum));
+      works.push_back(w);
+    }
+    GENESIS_RETURN_IF_BAD(WaitAll(works));
+    for (int k = 0; k < kOperations; ++k) {
+      GENESIS_RETURN_IF_TEXT(Check(
+          storages[k], [&](int64_t i) { return 2 * (k + i % 13) + 1; },
+          absl::StrCat("operation ", k)));
+    }
+    // Captured: five all_reduces of one storage, each doubling it; three replays.
+    GENESIS_ASSIGN_OR_TEXT(x, Filled(
+                                  3000, DType::kFloat32, [](int64_t i) { return i % 4; }, gpu));
+    GENESIS_ASSIGN_OR_TEXT(captured, x.To(gpu, {.stream = a.native()}));
+    GENESIS_RETURN_IF_BAD(a.Synchronize());
+    GENESIS_ASSIGN_OR_TEXT(before, NcclOneShot(group));
+    GENESIS_RETURN_IF_BAD(cuda::BeginCapture(a.native()));
+    for (int k = 0; k < 5; ++k) {
+      GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(captured, ReduceOp::kSum));
+      if (!w.Done()) return std::string("a captured operation is not done at once");
+    }
+    GENESIS_ASSIGN_OR_TEXT(graph, cuda::Graph::EndCapture(a.native()));
+    for (int replay = 0; replay < 3; ++replay) GENESIS_RETURN_IF_BAD(graph.Launch(a.native()));
+    GENESIS_RETURN_IF_BAD(a.Synchronize());
+    GENESIS_RETURN_IF_TEXT(Check(
+        captured, [](int64_t i) { return (i % 4) * (1 << 15); }, "replays"));
+    // Eager ones after the replays, on the other stream, still line up.
+    GENESIS_ASSIGN_OR_TEXT(eager, group.AllReduce(storages[1], ReduceOp::kMax));
+    GENESIS_RETURN_IF_BAD(eager.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(
+        storages[1], [&](int64_t i) { return 2 * (1 + i % 13) + 1; }, "after"));
+    GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
+    if (after.operations != before.operations + 6) {
+      return absl::StrCat("one-shot all_reduce ", after.ToString(), ", expected ",
+                          before.operations + 6, " operations");
+    }
+    (void)r;
+    return std::string();
+  }));
+}
+
+// Ranks that chose different nccl_one_shot_bytes: both fail to make the group, saying
+// so, instead of waiting for each other.
+TEST(NcclTwoProcessTest, RanksWithDifferentOneShotSizesAreRefused) {
+  const std::string dir = testing::FreshDirectory("nccl-one-shot");
+  ExpectAllOk(testing::RunRanks(2, Scaled(absl::Seconds(180)), [&](int rank) -> std::string {
+    if (cuda::DeviceCount() < 2) {
+      return absl::StrCat(kSkip, "needs 2 CUDA devices, ", cuda::DeviceCount(), " visible");
+    }
+    auto store = Store::File(dir);
+    if (!store.ok()) return std::string(store.status().ToString());
+    GroupOptions options;
+    options.timeout = Scaled(absl::Seconds(60));
+    options.nccl_one_shot_bytes = rank == 0 ? kDefaultNcclOneShotBytes : 0;
+    auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
+    if (group.ok()) return std::string("made a group whose ranks disagree");
+    if (group.status().code() != absl::StatusCode::kInvalidArgument ||
+        !absl::StrContains(group.status().message(),
+                           "different nccl_one_shot_bytes, from 0 to 262144")) {
+      return std::string(group.status().ToString());
+    }
+    return std::string();
+  }));
+}
+
 // Rank 1 exits after one all_reduce; rank 0's next all_reduce must fail within the
 // timeout, naming the operation and the group, and leave the group unusable.
-void ExpectDeadPeerBecomesAnError(bool blocking) {
+void ExpectDeadPeerBecomesAnError(bool blocking, int64_t count = int64_t{1} << 20) {
   const absl::Duration timeout = absl::Seconds(10);
   ExpectAllOk(RunNccl(
       [&](ProcessGroup& group) -> std::string {
-        GENESIS_ASSIGN_OR_TEXT(s, storage::Zeros({1 << 20}, DType::kFloat32, group.device()));
+        GENESIS_ASSIGN_OR_TEXT(s, storage::Zeros({count}, DType::kFloat32, group.device()));
         GENESIS_ASSIGN_OR_TEXT(first, group.AllReduce(s, ReduceOp::kSum));
         GENESIS_RETURN_IF_BAD(first.Wait());
         if (group.rank() == 1) _exit(0);
@@ -490,6 +644,12 @@ TEST(NcclTwoProcessTest, DeadPeerBecomesAnErrorWithinTheTimeout) {
 
 TEST(NcclTwoProcessTest, DeadPeerBecomesAnErrorWithNonBlockingOperations) {
   ExpectDeadPeerBecomesAnError(/*blocking=*/false);
+}
+
+// The same in a one-shot all_reduce: the kernel waiting for the dead peer stops when
+// the group fails.
+TEST(NcclTwoProcessTest, DeadPeerInAOneShotAllReduceBecomesAnError) {
+  ExpectDeadPeerBecomesAnError(/*blocking=*/true, /*count=*/1000);
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ GroupInfo Info(const std::string& backend, int rank, int size, Device device,
   info.nccl_blocking = options.nccl_blocking;
   info.nccl_registration = options.nccl_registration;
   info.nccl_interop = options.nccl_interop;
+  info.nccl_one_shot_bytes = options.nccl_one_shot_bytes;
   return info;
 }
 
@@ -62,8 +63,8 @@ absl::StatusOr<std::optional<bool>> EnvSwitch(const EnvLookup& lookup, const cha
   return std::optional<bool>(*value == "1");
 }
 
-// The environment's GENESIS_DISTRIBUTED_TIMEOUT, GENESIS_NCCL_BLOCKING and
-// GENESIS_NCCL_REGISTER applied to `options`.
+// The environment's GENESIS_DISTRIBUTED_TIMEOUT, GENESIS_NCCL_BLOCKING,
+// GENESIS_NCCL_REGISTER and GENESIS_NCCL_ONE_SHOT_BYTES applied to `options`.
 absl::StatusOr<GroupOptions> WithEnvironment(GroupOptions options, const EnvLookup& lookup) {
   if (std::optional<std::string> value = lookup("GENESIS_DISTRIBUTED_TIMEOUT")) {
     double seconds = 0;
@@ -85,6 +86,17 @@ absl::StatusOr<GroupOptions> WithEnvironment(GroupOptions options, const EnvLook
                        "' is not 0, 1, off, on or auto"));
     }
     options.nccl_registration = *mode;
+  }
+  if (std::optional<std::string> value = lookup("GENESIS_NCCL_ONE_SHOT_BYTES")) {
+    uint64_t bytes = 0;
+    if (!absl::SimpleAtoi(*value, &bytes) || bytes > nccl_backend::kOneShotMaxBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("environment variable GENESIS_NCCL_ONE_SHOT_BYTES='", *value,
+                       "' is not a number of "
+                       "bytes from 0 to ",
+                       nccl_backend::kOneShotMaxBytes));
+    }
+    options.nccl_one_shot_bytes = bytes;
   }
   return options;
 }
@@ -254,6 +266,10 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateNcclGroup(int rank, int size
 
 absl::StatusOr<nccl_backend::RegistrationStats> NcclBufferRegistration(ProcessGroup& group) {
   return nccl_backend::BufferRegistration(group.communicator());
+}
+
+absl::StatusOr<nccl_backend::OneShotStats> NcclOneShot(ProcessGroup& group) {
+  return nccl_backend::OneShot(group.communicator());
 }
 
 absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroupFromEnvironment(

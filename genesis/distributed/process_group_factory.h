@@ -21,10 +21,10 @@
 //    (Store::File's `shared`): the first finding none alive clears what an earlier job
 //    with the same key left, and the last to destroy its world group removes it.
 // GENESIS_DISTRIBUTED_TIMEOUT (seconds) overrides GroupOptions::timeout,
-// GENESIS_NCCL_BLOCKING=0|1 nccl_blocking and GENESIS_NCCL_REGISTER=0|1|auto
-// nccl_registration. A group that cannot form fails on every rank within the
-// timeout, naming what it waited for (the ranks missing from the store, or the NCCL
-// bootstrap root's address).
+// GENESIS_NCCL_BLOCKING=0|1 nccl_blocking, GENESIS_NCCL_REGISTER=0|1|auto
+// nccl_registration and GENESIS_NCCL_ONE_SHOT_BYTES nccl_one_shot_bytes. A group that cannot form
+// fails on every rank within the timeout, naming what it waited for (the ranks missing from the
+// store, or the NCCL bootstrap root's address).
 //
 // An engine that has its own channel (or runs beside PyTorch) makes the NCCL id itself
 // (NewNcclUniqueId on rank 0), hands the bytes to every rank, and calls
@@ -41,6 +41,7 @@
 #include "absl/types/span.h"
 #include "genesis/core/device.h"
 #include "genesis/distributed/launch_env.h"
+#include "genesis/distributed/nccl/one_shot_plan.h"
 #include "genesis/distributed/nccl/registration_cache.h"
 #include "genesis/distributed/process_group.h"
 #include "genesis/distributed/store.h"
@@ -75,6 +76,13 @@ struct GroupOptions {
   // version (NCCL refuses a mismatch at once); `genesis info` shows which NCCL this
   // process loaded.
   bool nccl_interop = false;
+  // NCCL: all_reduces of up to this many bytes (at most 4 MiB) run genesis's one-shot
+  // kernel, where the group's GPUs reach each other's memory (one node, NVLink or PCIe
+  // peer access, NCCL 2.28's symmetric memory, 2 to 8 ranks): each rank reads every
+  // peer's buffer directly, in a few microseconds where NCCL's call alone takes about
+  // ten (nccl/nccl_communicator.h). 0: NCCL runs every all_reduce. Every rank must
+  // choose the same. GENESIS_NCCL_ONE_SHOT_BYTES=<bytes> sets it from the environment.
+  size_t nccl_one_shot_bytes = kDefaultNcclOneShotBytes;
   // Gloo: the address this rank listens on. Empty: 127.0.0.1 when every rank is on
   // one host (or for explicit groups), else this host's name.
   std::string gloo_hostname;
@@ -103,6 +111,11 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateNcclGroup(
 // nccl/registration_cache.h). InvalidArgument for a Gloo group; FailedPrecondition in a
 // build without NCCL.
 absl::StatusOr<nccl_backend::RegistrationStats> NcclBufferRegistration(ProcessGroup& group);
+
+// What an NCCL group's one-shot all_reduce does: whether it is on, up to which size,
+// how many operations it ran, or why it is off (nccl/one_shot_plan.h's OneShotStats).
+// InvalidArgument for a Gloo group; FailedPrecondition in a build without NCCL.
+absl::StatusOr<nccl_backend::OneShotStats> NcclOneShot(ProcessGroup& group);
 
 // The world group of a job started by torchrun, mpirun or Slurm (launch_env.h), for
 // `backend`.

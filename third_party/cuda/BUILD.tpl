@@ -46,7 +46,7 @@ cc_library(
 
 cc_import(
     name = "nccl_shared",
-    hdrs = glob(["nccl/nccl.h"]),
+    hdrs = glob(["nccl/nccl.h", "nccl/nccl_device.h", "nccl/nccl_device/**"]),
     shared_library = "lib/libnccl.so.2",
 )
 

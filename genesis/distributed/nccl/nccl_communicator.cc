@@ -12,7 +12,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -29,6 +31,8 @@
 #include "genesis/distributed/internal/group_health.h"
 #include "genesis/distributed/internal/watchdog.h"
 #include "genesis/distributed/internal/work_state.h"
+#include "genesis/distributed/nccl/one_shot_kernel.h"
+#include "genesis/distributed/nccl/one_shot_plan.h"
 #include "genesis/distributed/nccl/registration_cache.h"
 #include "genesis/distributed/nccl/staging_plan.h"
 #include "genesis/distributed/registration_policy.h"
@@ -197,6 +201,8 @@ struct Comm {
     }
     FreeStaging();
     if (staging.done != nullptr) cudaEventDestroy(staging.done);
+    if (one_shot.ordered != nullptr) cudaEventDestroy(one_shot.ordered);
+    if (one_shot.abort != nullptr) cudaFreeHost(const_cast<int*>(one_shot.abort));
     for (cudaEvent_t e : free_events) cudaEventDestroy(e);
     if (cudaEvent_t e = returned_event.load()) cudaEventDestroy(e);
     if (reg_comm != comm) Close(reg_comm);
@@ -461,6 +467,9 @@ struct Comm {
   // running from it (`comm` is null until the split is complete).
   void Fail(const absl::Status& why) {
     if (health.Fail(why)) {
+      // One-shot kernels waiting for a dead peer stop first: the aborts below wait for
+      // the device.
+      if (one_shot.abort != nullptr) *one_shot.abort = 1;
       std::lock_guard<std::mutex> lock(mu);
       if (reg_comm != nullptr && reg_comm != comm) ncclCommAbort(reg_comm);
       if (comm != nullptr && comm != control) ncclCommAbort(comm);
@@ -535,6 +544,59 @@ struct Comm {
   std::vector<std::pair<uintptr_t, size_t>> windows;  // Start and size, AddWindow's.
   size_t staging_high = 0;  // The largest area so far (areas grow by doubling).
   std::atomic<int64_t> staged{0};
+
+  // The one-shot all_reduce (nccl_communicator.h), set up once before the first
+  // operation (NcclCommunicator::SetUpOneShot) and read-only after, but for the order
+  // it keeps across streams.
+  struct OneShotState {
+    bool enabled = false;
+    std::string unavailable;  // Why not, when not enabled.
+    std::optional<OneShotLayout> layout;
+    void* window = nullptr;  // The ncclWindow_t of `local`'s memory.
+    char* local = nullptr;
+    volatile int* abort = nullptr;  // Mapped host memory: set when the group fails.
+    // The last operation's stream and, recorded after it, `ordered`: an operation on
+    // another stream waits for it. Under `mu`.
+    CUstream_st* last_stream = nullptr;
+    cudaEvent_t ordered = nullptr;
+    std::atomic<int64_t> operations{0};
+
+    // Whether an all_reduce of `b` with `op` takes the one-shot path: the same answer
+    // on every rank.
+    bool Serves(const Buffer& b, ReduceOp op) const {
+      return enabled && b.count != 0 && b.bytes() <= layout->max_bytes() &&
+             OneShotReduces(b.dtype, op);
+    }
+  };
+  OneShotState one_shot;
+
+  // Queues the one-shot all_reduce of `b` with `op` on its stream, after the last one
+  // if that was on another stream. Needs `mu`.
+  absl::Status LaunchOneShotLocked(const Buffer& b, ReduceOp op) {
+    OneShotState& o = one_shot;
+    const bool captured = cuda::IsCapturing(b.stream);
+    if (!captured && o.last_stream != b.stream) {
+      if (o.last_stream != nullptr) {
+        GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(b.stream, o.ordered, 0));
+      }
+      o.last_stream = b.stream;
+    }
+    OneShotArgs args;
+    args.window = o.window;
+    args.local = o.local;
+    args.layout = &*o.layout;
+    args.rank = info.rank;
+    args.abort = o.abort;
+    args.in = b.data;
+    args.out = b.data;
+    args.bytes = b.bytes();
+    args.dtype = b.dtype;
+    args.op = op;
+    GENESIS_RETURN_IF_ERROR(LaunchOneShotAllReduce(args, b.stream));
+    if (!captured) GENESIS_CUDA_RETURN_IF_ERROR(cudaEventRecord(o.ordered, b.stream));
+    o.operations.fetch_add(1, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
 };
 
 // An operation in flight: done when its event has completed; failed when NCCL reports
@@ -634,6 +696,13 @@ class NcclCommunicator final : public Communicator {
  public:
   explicit NcclCommunicator(std::shared_ptr<Comm> comm) : comm_(std::move(comm)) {}
   ~NcclCommunicator() override {
+    if (one_shot_memory_ != nullptr && comm_->one_shot.operations.load() != 0) {
+      // The window goes with this object; its last kernels may still run.
+      absl::StatusOr<cuda::DeviceGuard> guard =
+          cuda::DeviceGuard::Create(comm_->info.device.index());
+      (void)cudaDeviceSynchronize();
+    }
+    comm_->one_shot.enabled = false;
     if (barrier_buffer_ != nullptr) cudaFree(barrier_buffer_);
     if (agree_buffer_ != nullptr) cudaFree(agree_buffer_);
   }
@@ -647,6 +716,11 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> AllReduce(const Buffer& b, ReduceOp op) override {
+    if (comm_->one_shot.Serves(b, op)) {
+      Operand x[] = {{b, true, true, false}};
+      return Issue(OpSummary("all_reduce", b, op), b.stream, x,
+                   [&](ncclComm_t) { return comm_->LaunchOneShotLocked(b, op); });
+    }
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
     const bool reg = comm_->RunsRegistered(NcclOperation::kAllReduce, b.bytes());
     Operand x[] = {{b, true, true, reg}};
@@ -823,7 +897,7 @@ class NcclCommunicator final : public Communicator {
       sub->Fail(error);
       return error;
     }
-    return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(sub)));
+    return WithOneShot(std::make_unique<NcclCommunicator>(std::move(sub)));
   }
 
   void Abort(const absl::Status& why) override { comm_->Fail(why); }
@@ -884,6 +958,91 @@ class NcclCommunicator final : public Communicator {
     return std::shared_ptr<SymmetricMemory>(std::move(memory));
   }
 
+  // `c` with its one-shot all_reduce set up; the group fails when that fails (only where
+  // the group itself failed meanwhile).
+  static absl::StatusOr<std::unique_ptr<Communicator>> WithOneShot(
+      std::unique_ptr<NcclCommunicator> c) {
+    absl::Status set_up = c->SetUpOneShot();
+    if (!set_up.ok()) {
+      absl::Status error(set_up.code(), absl::StrCat("cannot create ", c->info().Describe(), ": ",
+                                                     set_up.message()));
+      c->comm_->Fail(error);
+      return error;
+    }
+    return std::unique_ptr<Communicator>(std::move(c));
+  }
+
+  // Sets up the one-shot all_reduce (nccl_communicator.h) where the group's options ask
+  // for it: every rank, once, before the first operation. Where it cannot serve, says
+  // why (OneShot()) and leaves every all_reduce to NCCL; errors only when the group
+  // itself failed meanwhile.
+  absl::Status SetUpOneShot() {
+    Comm::OneShotState& o = comm_->one_shot;
+    const GroupInfo& info = comm_->info;
+    if (info.nccl_interop) {
+      o.unavailable = "an interop group (the other client's ranks run NCCL's all_reduce)";
+      return absl::OkStatus();
+    }
+    if (info.size < 2 || info.size > kOneShotMaxRanks) {
+      o.unavailable = absl::StrCat(info.size, " ranks (it serves 2 to ", kOneShotMaxRanks, ")");
+      return absl::OkStatus();
+    }
+    // Ranks that chose differently would wait for each other in what follows, or later
+    // in different kernels: an error now instead (sizes up to 4 MiB are exact floats).
+    const auto chosen = static_cast<float>(info.nccl_one_shot_bytes);
+    GENESIS_ASSIGN_OR_RETURN(auto min, MinAcrossRanks({chosen, -chosen}));
+    if (min[0] != -min[1]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the ranks chose different nccl_one_shot_bytes, from ", min[0], " to ", -min[1],
+          " (this rank: ", info.nccl_one_shot_bytes, "); every rank must choose the same"));
+    }
+    int version = 0;
+    if (info.nccl_one_shot_bytes == 0) {
+      o.unavailable = "nccl_one_shot_bytes is 0";
+    } else if (ncclGetVersion(&version) != ncclSuccess ||
+               version / 100 != NCCL_VERSION_CODE / 100) {
+      o.unavailable =
+          absl::StrCat("this process runs NCCL ", NcclVersion().value_or("?"),
+                       ", where the kernel reads NCCL ", NCCL_MAJOR, ".", NCCL_MINOR, "'s windows");
+    }
+    if (!o.unavailable.empty()) return absl::OkStatus();
+    // Alike on every rank so far; from here the ranks agree before they use it.
+    GENESIS_ASSIGN_OR_RETURN(OneShotLayout layout,
+                             OneShotLayout::Create(info.nccl_one_shot_bytes, info.size));
+    absl::StatusOr<std::shared_ptr<SymmetricMemory>> memory = AllocateSymmetric(layout.bytes());
+    if (!memory.ok()) {
+      GENESIS_RETURN_IF_ERROR(comm_->health.Check());
+      // Every rank sees the same: no symmetric memory support, or an allocation that
+      // failed somewhere (AllocateSymmetric's ranks agree on it).
+      o.unavailable = std::string(memory.status().message());
+      return absl::OkStatus();
+    }
+    auto* window = static_cast<NcclSymmetricMemory*>(memory->get());
+    absl::Status ready = SetUpOneShotMemory(*window, layout);
+    GENESIS_ASSIGN_OR_RETURN(bool all, AllRanksAgree(ready.ok()));
+    if (!all) {
+      o.unavailable =
+          ready.ok() ? "another rank could not set it up" : std::string(ready.message());
+      return absl::OkStatus();
+    }
+    o.layout = layout;
+    o.window = window->window;
+    o.local = static_cast<char*>(window->data);
+    o.enabled = true;
+    one_shot_memory_ = *std::move(memory);
+    return absl::OkStatus();
+  }
+
+  OneShotStats one_shot_stats() const {
+    const Comm::OneShotState& o = comm_->one_shot;
+    OneShotStats stats;
+    stats.enabled = o.enabled;
+    stats.max_bytes = o.layout.has_value() ? o.layout->max_bytes() : 0;
+    stats.operations = o.operations.load(std::memory_order_relaxed);
+    stats.unavailable = o.unavailable;
+    return stats;
+  }
+
   RegistrationStats registration_stats() const {
     RegistrationStats stats = comm_->registrations != nullptr ? comm_->registrations->stats()
                                                               : RegistrationStats();
@@ -913,25 +1072,56 @@ class NcclCommunicator final : public Communicator {
     ncclWindow_t window = nullptr;
   };
 
-  // Whether `mine` holds on every rank: a min all_reduce of one float, waited for
-  // (bounded by the group's timeout).
-  absl::StatusOr<bool> AllRanksAgree(bool mine) {
-    if (agree_buffer_ == nullptr) {
-      GENESIS_CUDA_RETURN_IF_ERROR(cudaMalloc(&agree_buffer_, sizeof(float)));
+  // This rank's part of setting up the one-shot path in `memory`: NCCL's window must be
+  // one its kernels reach every rank through (its lsa rank is its rank), the window
+  // zeroed (the epochs and inboxes start at 0; the ranks' agreement after it orders
+  // every rank's zeroing before any peer's first flag), an abort flag and the event
+  // that orders operations across streams.
+  absl::Status SetUpOneShotMemory(const NcclSymmetricMemory& memory, const OneShotLayout& layout) {
+    Comm::OneShotState& o = comm_->one_shot;
+    GENESIS_ASSIGN_OR_RETURN(WindowRanks ranks, ReadWindowRanks(memory.window));
+    if (ranks.world != comm_->info.rank || ranks.lsa != comm_->info.rank) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("NCCL's window puts rank ", comm_->info.rank, " at ", ranks.world,
+                       " of the communicator and ", ranks.lsa, " of the ranks it reaches"));
     }
-    float value = mine ? 1.0f : 0.0f;
+    GENESIS_CUDA_RETURN_IF_ERROR(cudaMemset(memory.data, 0, layout.bytes()));
+    GENESIS_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+    if (o.abort == nullptr) {
+      void* flag = nullptr;
+      GENESIS_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped));
+      o.abort = static_cast<volatile int*>(flag);
+      *o.abort = 0;
+    }
+    if (o.ordered == nullptr) {
+      GENESIS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&o.ordered, cudaEventDisableTiming));
+    }
+    return absl::OkStatus();
+  }
+
+  // Whether `mine` holds on every rank (MinAcrossRanks).
+  absl::StatusOr<bool> AllRanksAgree(bool mine) {
+    GENESIS_ASSIGN_OR_RETURN(auto min, MinAcrossRanks({mine ? 1.0f : 0.0f, 0.0f}));
+    return min[0] == 1.0f;
+  }
+
+  // The smallest of each value across the ranks: a min all_reduce of two floats,
+  // waited for (bounded by the group's timeout).
+  absl::StatusOr<std::array<float, 2>> MinAcrossRanks(std::array<float, 2> values) {
+    if (agree_buffer_ == nullptr) {
+      GENESIS_CUDA_RETURN_IF_ERROR(cudaMalloc(&agree_buffer_, sizeof(values)));
+    }
     GENESIS_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(agree_buffer_, &value, sizeof(value), cudaMemcpyHostToDevice));
-    GENESIS_ASSIGN_OR_RETURN(
-        Work work,
-        Issue(OpSummary("agreement"), nullptr, {}, [&](ncclComm_t c) {
-          return ncclAllReduce(agree_buffer_, agree_buffer_, 1, ncclFloat32, ncclMin, c,
-                               nullptr);
-        }));
+        cudaMemcpy(agree_buffer_, values.data(), sizeof(values), cudaMemcpyHostToDevice));
+    GENESIS_ASSIGN_OR_RETURN(Work work,
+                             Issue(OpSummary("agreement"), nullptr, {}, [&](ncclComm_t c) {
+                               return ncclAllReduce(agree_buffer_, agree_buffer_, values.size(),
+                                                    ncclFloat32, ncclMin, c, nullptr);
+                             }));
     GENESIS_RETURN_IF_ERROR(work.Wait());
     GENESIS_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(&value, agree_buffer_, sizeof(value), cudaMemcpyDeviceToHost));
-    return value == 1.0f;
+        cudaMemcpy(values.data(), agree_buffer_, sizeof(values), cudaMemcpyDeviceToHost));
+    return values;
   }
 
   // Issues `call` on the communicator (under its lock, on its device) and returns a
@@ -993,6 +1183,8 @@ class NcclCommunicator final : public Communicator {
       ncclComm_t c = registered ? comm_->reg_comm : comm_->comm;
       if (c == nullptr || comm_->comm == nullptr) {
         issued = comm_->health.Check();
+      } else if constexpr (std::is_same_v<decltype(call(c)), absl::Status>) {
+        issued = call(c);  // A kernel of genesis's own (the one-shot all_reduce).
       } else {
         const ncclResult_t result = call(c);
         if (result != ncclSuccess) issued = comm_->Issued(c, result, description());
@@ -1045,7 +1237,9 @@ class NcclCommunicator final : public Communicator {
 
   std::shared_ptr<Comm> comm_;
   void* barrier_buffer_ = nullptr;
-  void* agree_buffer_ = nullptr;  // AllRanksAgree's float.
+  void* agree_buffer_ = nullptr;  // MinAcrossRanks's two floats.
+  // The one-shot all_reduce's window, when it is enabled.
+  std::shared_ptr<SymmetricMemory> one_shot_memory_;
 };
 
 }  // namespace
@@ -1064,6 +1258,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
   if (!info.device.is_cuda()) {
     return absl::InvalidArgumentError(
         absl::StrCat("an NCCL group works on a GPU, not ", info.device.ToString()));
+  }
+  if (info.nccl_one_shot_bytes > kOneShotMaxBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "nccl_one_shot_bytes = ", info.nccl_one_shot_bytes, " (at most ", kOneShotMaxBytes, ")"));
   }
   if (unique_id.size() != kUniqueIdBytes) {
     return absl::InvalidArgumentError(absl::StrCat("NCCL unique id of ", unique_id.size(),
@@ -1089,7 +1287,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
     comm->Fail(error);
     return error;
   }
-  return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(comm)));
+  return NcclCommunicator::WithOneShot(std::make_unique<NcclCommunicator>(std::move(comm)));
 }
 
 absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator& communicator) {
@@ -1099,6 +1297,15 @@ absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator& communi
         "buffer registration is NCCL's: ", communicator.info().Describe(), " is not NCCL"));
   }
   return nccl->registration_stats();
+}
+
+absl::StatusOr<OneShotStats> OneShot(const Communicator& communicator) {
+  const auto* nccl = dynamic_cast<const NcclCommunicator*>(&communicator);
+  if (nccl == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the one-shot all_reduce is NCCL's: ", communicator.info().Describe(), " is not NCCL"));
+  }
+  return nccl->one_shot_stats();
 }
 
 std::string NcclLibrary() {

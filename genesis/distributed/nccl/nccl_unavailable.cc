@@ -28,4 +28,6 @@ absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator&) {
   return Unavailable();
 }
 
+absl::StatusOr<OneShotStats> OneShot(const Communicator&) { return Unavailable(); }
+
 }  // namespace genesis::distributed::nccl_backend

@@ -1,0 +1,394 @@
+// The one-shot all_reduce kernel on one GPU, without NCCL: N ranks in one process, each
+// with its own window, the windows mapped 4 GiB apart in one reserved range as NCCL maps
+// a window's ranks (rank r's bytes at lsaFlatBase + r * stride4G * 4 GiB), and each
+// rank's kernels on a stream of its own, running at once. Known results for every dtype
+// and reduction at sizes around the chunks and the limit, in views off 16 bytes; many
+// operations in flight (each slot used again); CUDA graphs replayed; a kernel whose
+// peer never comes stops when told to; sizes and reductions it does not serve are
+// refused. A watchdog thread sets the abort flag if a test outlasts its time, so a
+// broken barrier fails a test instead of hanging it. Skips without a GPU.
+#include "genesis/distributed/nccl/one_shot_kernel.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <nccl_device/impl/core__types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "genesis/core/absl_compat.h"
+#include "genesis/cuda/graph.h"
+#include "genesis/cuda/internal/driver.h"
+#include "genesis/cuda/stream.h"
+#include "genesis/cuda/test_util.h"
+#include "genesis/distributed/nccl/one_shot_plan.h"
+#include "genesis/distributed/testing/collective_checks.h"
+#include "gtest/gtest.h"
+
+namespace genesis::distributed::nccl_backend {
+namespace {
+
+using storage::Storage;
+using testing::Check;
+using testing::Contribution;
+using testing::Expected;
+using testing::Filled;
+
+constexpr size_t k4G = size_t{1} << 32;
+
+// N ranks' windows in one process, zeroed, and an abort flag in mapped host memory.
+class FakeWindows {
+ public:
+  static absl::StatusOr<std::unique_ptr<FakeWindows>> Create(int ranks, size_t max_bytes) {
+    auto w = std::unique_ptr<FakeWindows>(new FakeWindows());
+    GENESIS_ASSIGN_OR_RETURN(OneShotLayout layout, OneShotLayout::Create(max_bytes, ranks));
+    w->layout_ = std::make_unique<OneShotLayout>(layout);
+    GENESIS_ASSIGN_OR_RETURN(w->api_, cuda::LoadVirtualMemoryApi());
+    const cuda::VirtualMemoryApi& api = *w->api_;
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    size_t granularity = 0;
+    GENESIS_RETURN_IF_ERROR(cuda::DriverStatus(
+        api.get_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "granularity"));
+    w->bytes_ = (layout.bytes() + granularity - 1) / granularity * granularity;
+    w->reserved_ = ranks * k4G;
+    GENESIS_RETURN_IF_ERROR(cuda::DriverStatus(
+        api.address_reserve(&w->base_, w->reserved_, k4G, 0, 0), "cuMemAddressReserve"));
+    CUmemAccessDesc access = {};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    for (int r = 0; r < ranks; ++r) {
+      CUmemGenericAllocationHandle handle;
+      GENESIS_RETURN_IF_ERROR(
+          cuda::DriverStatus(api.create(&handle, w->bytes_, &prop, 0), "cuMemCreate"));
+      w->handles_.push_back(handle);
+      GENESIS_RETURN_IF_ERROR(
+          cuda::DriverStatus(api.map(w->base_ + r * k4G, w->bytes_, 0, handle, 0), "cuMemMap"));
+      GENESIS_RETURN_IF_ERROR(cuda::DriverStatus(
+          api.set_access(w->base_ + r * k4G, w->bytes_, &access, 1), "cuMemSetAccess"));
+    }
+    std::vector<ncclWindow_vidmem> windows(ranks);
+    for (int r = 0; r < ranks; ++r) {
+      windows[r] = {};
+      windows[r].lsaFlatBase = reinterpret_cast<char*>(w->base_);
+      windows[r].lsaRank = r;
+      windows[r].worldRank = r;
+      windows[r].stride4G = 1;
+    }
+    if (cudaMalloc(&w->device_windows_, sizeof(ncclWindow_vidmem) * ranks) != cudaSuccess ||
+        cudaMemcpy(w->device_windows_, windows.data(), sizeof(ncclWindow_vidmem) * ranks,
+                   cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaHostAlloc(&w->flag_, sizeof(int), cudaHostAllocMapped) != cudaSuccess) {
+      return absl::InternalError("cudaMalloc / cudaMemcpy / cudaHostAlloc");
+    }
+    w->abort_ = static_cast<volatile int*>(w->flag_);
+    GENESIS_RETURN_IF_ERROR(w->Reset());
+    return w;
+  }
+
+  ~FakeWindows() {
+    cudaDeviceSynchronize();
+    if (device_windows_ != nullptr) cudaFree(device_windows_);
+    if (flag_ != nullptr) cudaFreeHost(flag_);
+    if (api_ == nullptr) return;
+    for (size_t r = 0; r < handles_.size(); ++r) {
+      api_->unmap(base_ + r * k4G, bytes_);
+      api_->release(handles_[r]);
+    }
+    if (base_ != 0) api_->address_free(base_, reserved_);
+  }
+
+  // Zeroes every window and the abort flag (the state a group starts from).
+  absl::Status Reset() {
+    for (size_t r = 0; r < handles_.size(); ++r) {
+      if (cudaMemset(Local(static_cast<int>(r)), 0, bytes_) != cudaSuccess) {
+        return absl::InternalError("cudaMemset");
+      }
+    }
+    *abort_ = 0;
+    return cudaDeviceSynchronize() == cudaSuccess ? absl::OkStatus()
+                                                  : absl::InternalError("cudaDeviceSynchronize");
+  }
+
+  char* Local(int rank) const { return reinterpret_cast<char*>(base_ + rank * k4G); }
+
+  // Rank `rank`'s arguments for an all_reduce of `s` with `op`.
+  OneShotArgs Args(int rank, const Storage& s, ReduceOp op) const {
+    OneShotArgs args;
+    args.window = static_cast<ncclWindow_vidmem*>(device_windows_) + rank;
+    args.local = Local(rank);
+    args.layout = layout_.get();
+    args.rank = rank;
+    args.abort = abort_;
+    args.in = s.data_ptr();
+    args.out = s.data_ptr();
+    args.bytes = static_cast<size_t>(s.numel()) * ItemSize(s.dtype());
+    args.dtype = s.dtype();
+    args.op = op;
+    return args;
+  }
+
+  const OneShotLayout& layout() const { return *layout_; }
+  void Abort() { *abort_ = 1; }
+
+ private:
+  FakeWindows() = default;
+
+  std::unique_ptr<OneShotLayout> layout_;
+  const cuda::VirtualMemoryApi* api_ = nullptr;
+  CUdeviceptr base_ = 0;
+  size_t reserved_ = 0;
+  size_t bytes_ = 0;
+  std::vector<CUmemGenericAllocationHandle> handles_;
+  void* device_windows_ = nullptr;
+  void* flag_ = nullptr;  // The abort flag, as cudaHostAlloc gave it.
+  volatile int* abort_ = nullptr;
+};
+
+// Sets the abort flag if not cancelled within `limit`, so that a kernel waiting for a
+// peer that never arrives ends (and the test fails) instead of hanging.
+class Watchdog {
+ public:
+  Watchdog(FakeWindows& windows, std::chrono::seconds limit)
+      : thread_([this, &windows, limit] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+            fired_ = true;
+            windows.Abort();
+          }
+        }) {}
+  ~Watchdog() { Cancel(); }
+  // Stops it; whether it had fired.
+  bool Cancel() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return fired_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool fired_ = false;
+  std::thread thread_;
+};
+
+struct Ranks {
+  std::unique_ptr<FakeWindows> windows;
+  std::vector<cuda::Stream> streams;
+};
+
+Ranks MakeRanks(int n, size_t max_bytes = size_t{256} << 10) {
+  Ranks ranks;
+  auto windows = FakeWindows::Create(n, max_bytes);
+  EXPECT_TRUE(windows.ok()) << windows.status();
+  if (!windows.ok()) return ranks;
+  ranks.windows = *std::move(windows);
+  for (int r = 0; r < n; ++r) {
+    auto stream = cuda::Stream::Create(0);
+    EXPECT_TRUE(stream.ok()) << stream.status();
+    if (stream.ok()) ranks.streams.push_back(*std::move(stream));
+  }
+  return ranks;
+}
+
+absl::Status SyncAll(Ranks& ranks) {
+  for (cuda::Stream& s : ranks.streams) GENESIS_RETURN_IF_ERROR(s.Synchronize());
+  return absl::OkStatus();
+}
+
+// Every rank's all_reduce of `count` elements of `dtype` with `op`, in views `offset`
+// elements into their storages; "" or what went wrong.
+std::string RunOnce(Ranks& ranks, DType dtype, ReduceOp op, int64_t count, int64_t offset) {
+  const int n = static_cast<int>(ranks.streams.size());
+  const Device gpu = Device::Cuda(0);
+  std::vector<Storage> views;
+  for (int r = 0; r < n; ++r) {
+    GENESIS_ASSIGN_OR_TEXT(whole,
+                           Filled(
+                               count + offset, dtype,
+                               [&](int64_t i) { return Contribution(op, r, i - offset); }, gpu));
+    GENESIS_ASSIGN_OR_TEXT(view, whole.Slice(0, offset, offset + count));
+    views.push_back(view);
+  }
+  Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
+  for (int r = 0; r < n; ++r) {
+    GENESIS_RETURN_IF_BAD(
+        LaunchOneShotAllReduce(ranks.windows->Args(r, views[r], op), ranks.streams[r].native()));
+  }
+  GENESIS_RETURN_IF_BAD(SyncAll(ranks));
+  if (watchdog.Cancel()) return "a rank waited for its peers for 20 s";
+  const std::string what = absl::StrCat(n, " ranks, ", ToAbsl(DTypeName(dtype)), " ",
+                                        ToAbsl(ReduceOpName(op)), " of ", count, " at +", offset);
+  for (int r = 0; r < n; ++r) {
+    GENESIS_RETURN_IF_TEXT(Check(
+        views[r], [&](int64_t i) { return Expected(op, dtype, n, i); },
+        absl::StrCat(what, ", rank ", r)));
+  }
+  return "";
+}
+
+class OneShotKernelTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(OneShotKernelTest, EveryDTypeAndReductionAtSizesAroundItsChunks) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  const int n = GetParam();
+  // Every rank's blocks must fit on the one GPU at once (each waits for the same block
+  // of every peer): 8 ranks of 32 blocks of the widest kernels do not.
+  Ranks ranks = MakeRanks(n, n <= 4 ? size_t{256} << 10 : size_t{64} << 10);
+  ASSERT_NE(ranks.windows, nullptr);
+  for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64, DType::kFloat16,
+                      DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    const int64_t item = static_cast<int64_t>(ItemSize(dtype));
+    const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes) / item;
+    const int64_t limit = static_cast<int64_t>(ranks.windows->layout().max_bytes()) / item;
+    for (ReduceOp op :
+         {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+      if (!OneShotReduces(dtype, op)) continue;
+      for (int64_t count :
+           {int64_t{1}, int64_t{3}, chunk - 1, chunk, chunk + 1, 5 * chunk + 7, limit}) {
+        for (int64_t offset : {int64_t{0}, int64_t{1}}) {
+          ASSERT_EQ(RunOnce(ranks, dtype, op, count, offset), "");
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, OneShotKernelTest, ::testing::Values(2, 3, 4, 8));
+
+// Twenty operations per rank queued before any finishes, each on its own storage with
+// values of its own: every slot is written again while peers may still be behind, so a
+// slot reused too early (or read too late) shows in the sums.
+TEST(OneShotKernelTest, ManyOperationsInFlight) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  constexpr int kRanks = 4;
+  constexpr int kOperations = 20;
+  Ranks ranks = MakeRanks(kRanks);
+  ASSERT_NE(ranks.windows, nullptr);
+  std::vector<std::vector<Storage>> storages(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    for (int k = 0; k < kOperations; ++k) {
+      const int64_t count = 1 + (k * 7919) % 60000;  // 1 to 30 blocks of float32.
+      auto s = Filled(
+          count, DType::kFloat32, [&](int64_t i) { return k + r + i % 17; }, Device::Cuda(0));
+      ASSERT_TRUE(s.ok()) << s.status();
+      storages[r].push_back(*s);
+    }
+  }
+  Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
+  for (int k = 0; k < kOperations; ++k) {
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_TRUE(LaunchOneShotAllReduce(ranks.windows->Args(r, storages[r][k], ReduceOp::kSum),
+                                         ranks.streams[r].native())
+                      .ok());
+    }
+  }
+  ASSERT_TRUE(SyncAll(ranks).ok());
+  ASSERT_FALSE(watchdog.Cancel()) << "a rank waited for its peers for 20 s";
+  for (int r = 0; r < kRanks; ++r) {
+    for (int k = 0; k < kOperations; ++k) {
+      ASSERT_EQ(Check(
+                    storages[r][k], [&](int64_t i) { return kRanks * (k + i % 17) + 6; },
+                    absl::StrCat("rank ", r, ", operation ", k)),
+                "");
+    }
+  }
+}
+
+// Captured into one graph per rank and replayed: the epochs live on the device, so each
+// replay finds the slots where the last operation left them.
+TEST(OneShotKernelTest, GraphsReplay) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  constexpr int kRanks = 2;
+  Ranks ranks = MakeRanks(kRanks);
+  ASSERT_NE(ranks.windows, nullptr);
+  std::vector<Storage> storages;
+  std::vector<cuda::Graph> graphs;
+  for (int r = 0; r < kRanks; ++r) {
+    auto s = Filled(
+        5000, DType::kFloat32, [](int64_t i) { return i % 3; }, Device::Cuda(0));
+    ASSERT_TRUE(s.ok()) << s.status();
+    storages.push_back(*s);
+    ASSERT_TRUE(cuda::BeginCapture(ranks.streams[r].native()).ok());
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_TRUE(LaunchOneShotAllReduce(ranks.windows->Args(r, storages[r], ReduceOp::kSum),
+                                         ranks.streams[r].native())
+                      .ok());
+    }
+    auto graph = cuda::Graph::EndCapture(ranks.streams[r].native());
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    graphs.push_back(*std::move(graph));
+  }
+  Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
+  for (int replay = 0; replay < 3; ++replay) {
+    for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(graphs[r].Launch(ranks.streams[r].native()).ok());
+  }
+  ASSERT_TRUE(SyncAll(ranks).ok());
+  ASSERT_FALSE(watchdog.Cancel()) << "a rank waited for its peers for 20 s";
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(Check(
+                  storages[r], [](int64_t i) { return (i % 3) * 4096; }, "after 12 sums"),
+              "");
+  }
+  // An eager operation after the replays still meets its peers.
+  EXPECT_EQ(RunOnce(ranks, DType::kFloat32, ReduceOp::kMax, 100, 0), "");
+}
+
+// Only rank 0 of two runs: its kernel waits until the abort flag is set, then ends.
+TEST(OneShotKernelTest, AWaitingKernelStopsWhenTheGroupFails) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  Ranks ranks = MakeRanks(2);
+  ASSERT_NE(ranks.windows, nullptr);
+  auto s = Filled(
+      1000, DType::kFloat32, [](int64_t i) { return i; }, Device::Cuda(0));
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(
+      LaunchOneShotAllReduce(ranks.windows->Args(0, *s, ReduceOp::kSum), ranks.streams[0].native())
+          .ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(cudaStreamQuery(ranks.streams[0].native()), cudaErrorNotReady);  // Still waiting.
+  ranks.windows->Abort();
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ranks.streams[0].Synchronize().ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(OneShotKernelTest, RefusesWhatItDoesNotServe) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  Ranks ranks = MakeRanks(2, 16384);
+  ASSERT_NE(ranks.windows, nullptr);
+  auto ints = Filled(
+      10, DType::kInt32, [](int64_t i) { return i; }, Device::Cuda(0));
+  auto big = Filled(
+      4097, DType::kFloat32, [](int64_t i) { return i; }, Device::Cuda(0));
+  ASSERT_TRUE(ints.ok() && big.ok());
+  absl::Status avg = LaunchOneShotAllReduce(ranks.windows->Args(0, *ints, ReduceOp::kAvg), nullptr);
+  EXPECT_EQ(avg.code(), absl::StatusCode::kInvalidArgument) << avg;
+  EXPECT_NE(avg.message().find("int32 with avg"), std::string::npos) << avg;
+  absl::Status too_big =
+      LaunchOneShotAllReduce(ranks.windows->Args(0, *big, ReduceOp::kSum), nullptr);
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kInvalidArgument) << too_big;
+  EXPECT_NE(too_big.message().find("16388 bytes (1 to 16384)"), std::string::npos) << too_big;
+  OneShotArgs empty = ranks.windows->Args(0, *ints, ReduceOp::kSum);
+  empty.bytes = 0;
+  EXPECT_EQ(LaunchOneShotAllReduce(empty, nullptr).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace genesis::distributed::nccl_backend

@@ -1,0 +1,47 @@
+#include "genesis/distributed/nccl/one_shot_plan.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace genesis::distributed::nccl_backend {
+
+absl::StatusOr<OneShotLayout> OneShotLayout::Create(size_t max_bytes, int ranks) {
+  if (ranks < 2 || ranks > kOneShotMaxRanks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a one-shot all_reduce among ", ranks, " ranks (it serves 2 to ", kOneShotMaxRanks, ")"));
+  }
+  if (max_bytes == 0 || max_bytes > kOneShotMaxBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("one-shot all_reduce of up to ", max_bytes,
+                                                   " bytes (1 to ", kOneShotMaxBytes, " serve)"));
+  }
+  return OneShotLayout(Blocks(max_bytes) * kOneShotChunkBytes, ranks);
+}
+
+size_t OneShotLayout::bytes() const {
+  constexpr size_t kAlignment = 4096;
+  const size_t end = epoch(max_blocks());
+  return (end + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+std::string OneShotStats::ToString() const {
+  if (!enabled) return absl::StrCat("off: ", unavailable);
+  return absl::StrCat("on up to ", max_bytes, " bytes: ", operations, " operations");
+}
+
+bool OneShotReduces(DType dtype, ReduceOp op) {
+  switch (dtype) {
+    case DType::kUInt8:
+    case DType::kInt8:
+    case DType::kInt32:
+    case DType::kInt64:
+      return op != ReduceOp::kAvg;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kFloat32:
+    case DType::kFloat64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace genesis::distributed::nccl_backend

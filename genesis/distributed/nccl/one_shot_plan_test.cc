@@ -1,0 +1,81 @@
+#include "genesis/distributed/nccl/one_shot_plan.h"
+
+#include <set>
+
+#include "gtest/gtest.h"
+
+namespace genesis::distributed::nccl_backend {
+namespace {
+
+TEST(OneShotLayoutTest, RoundsToWholeChunksAndKeepsRegionsApart) {
+  absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(100000, 4);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->max_bytes(), 13 * kOneShotChunkBytes);  // 100000 / 8192 = 12.2.
+  EXPECT_EQ(layout->max_blocks(), 13u);
+  EXPECT_EQ(layout->slot(0), 0u);
+  EXPECT_EQ(layout->slot(1), layout->max_bytes());
+  // Inboxes after both slots, one word per block and rank; epochs after them.
+  EXPECT_EQ(layout->inbox(0, 0), 2 * layout->max_bytes());
+  EXPECT_EQ(layout->inbox(1, 0), layout->inbox(0, 3) + 4);
+  EXPECT_EQ(layout->epoch(0), layout->inbox(12, 3) + 4);
+  EXPECT_EQ(layout->bytes() % 4096, 0u);
+  EXPECT_GE(layout->bytes(), layout->epoch(12) + 4);
+  std::set<size_t> words;
+  for (size_t b = 0; b < layout->max_blocks(); ++b) {
+    for (int r = 0; r < 4; ++r) EXPECT_TRUE(words.insert(layout->inbox(b, r)).second);
+    EXPECT_TRUE(words.insert(layout->epoch(b)).second);
+  }
+}
+
+TEST(OneShotLayoutTest, BlocksCoverTheMessage) {
+  EXPECT_EQ(OneShotLayout::Blocks(1), 1u);
+  EXPECT_EQ(OneShotLayout::Blocks(kOneShotChunkBytes), 1u);
+  EXPECT_EQ(OneShotLayout::Blocks(kOneShotChunkBytes + 2), 2u);
+  EXPECT_EQ(OneShotLayout::Blocks(kOneShotMaxBytes), kOneShotMaxBytes / kOneShotChunkBytes);
+  absl::StatusOr<OneShotLayout> exact = OneShotLayout::Create(kOneShotMaxBytes, 8);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_EQ(exact->max_bytes(), kOneShotMaxBytes);
+}
+
+TEST(OneShotLayoutTest, RefusesSizesAndRankCountsItCannotServe) {
+  for (int ranks : {-1, 0, 1, kOneShotMaxRanks + 1}) {
+    absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(4096, ranks);
+    EXPECT_EQ(layout.status().code(), absl::StatusCode::kInvalidArgument) << ranks;
+    EXPECT_NE(layout.status().message().find(std::to_string(ranks) + " ranks"), std::string::npos)
+        << layout.status();
+  }
+  for (size_t bytes : {size_t{0}, kOneShotMaxBytes + 1}) {
+    absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(bytes, 2);
+    EXPECT_EQ(layout.status().code(), absl::StatusCode::kInvalidArgument) << bytes;
+    EXPECT_NE(layout.status().message().find(std::to_string(bytes)), std::string::npos)
+        << layout.status();
+  }
+}
+
+TEST(OneShotReducesTest, EveryNcclTypeAndReductionButIntegerAverages) {
+  for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax}) {
+      EXPECT_TRUE(OneShotReduces(dtype, op));
+    }
+    EXPECT_FALSE(OneShotReduces(dtype, ReduceOp::kAvg));
+  }
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    for (ReduceOp op :
+         {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+      EXPECT_TRUE(OneShotReduces(dtype, op));
+    }
+  }
+  EXPECT_FALSE(OneShotReduces(DType::kBool, ReduceOp::kSum));
+  EXPECT_FALSE(OneShotReduces(DType::kInt16, ReduceOp::kSum));
+}
+
+TEST(OneShotStatsTest, SaysWhatItDoesOrWhyNot) {
+  OneShotStats on{true, 262144, 12, ""};
+  EXPECT_EQ(on.ToString(), "on up to 262144 bytes: 12 operations");
+  OneShotStats off;
+  off.unavailable = "1 ranks (it serves 2 to 8)";
+  EXPECT_EQ(off.ToString(), "off: 1 ranks (it serves 2 to 8)");
+}
+
+}  // namespace
+}  // namespace genesis::distributed::nccl_backend

@@ -86,7 +86,8 @@ std::string EveryOperation(ProcessGroup& group) {
     const int r = group.rank();
     const int n = group.size();
     const Device gpu = group.device();
-    // The all_reduces below (4099 elements) take the one-shot path.
+    // The all_reduces below (4099 elements) take the one-shot path, and so do the
+    // all_gather, reduce_scatter, broadcast and reduce.
     GENESIS_ASSIGN_OR_TEXT(one_shot, NcclOneShot(group));
     if (!one_shot.enabled) return absl::StrCat("one-shot all_reduce ", one_shot.ToString());
     int64_t one_shot_operations = one_shot.operations;
@@ -129,6 +130,12 @@ std::string EveryOperation(ProcessGroup& group) {
     GENESIS_ASSIGN_OR_TEXT(rw, group.Reduce(red, 0, ReduceOp::kSum));
     GENESIS_RETURN_IF_BAD(rw.Wait());
     GENESIS_RETURN_IF_TEXT(Check(red, [&](int64_t i) { return r == 0 ? 1 + 2 * i : 1 + i; }, "reduce"));
+    // All_gather, reduce_scatter, broadcast and reduce took the one-shot path too.
+    GENESIS_ASSIGN_OR_TEXT(kinds, NcclOneShot(group));
+    if (kinds.operations != one_shot_operations + 4) {
+      return absl::StrCat("one-shot ", kinds.ToString(), ", expected ", one_shot_operations + 4,
+                          " operations");
+    }
     // Point to point, both directions in one batch.
     GENESIS_ASSIGN_OR_TEXT(mine, Filled(1000, DType::kFloat32, [&](int64_t i) { return r + i; }, gpu));
     GENESIS_ASSIGN_OR_TEXT(theirs, storage::Zeros({1000}, DType::kFloat32, gpu));
@@ -491,7 +498,10 @@ TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignment) {
         for (int64_t offset : {int64_t{0}, int64_t{1}}) {
           for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kAvg}) {
             if (!CheckReduction(op, dtype).ok()) continue;
-            const auto value = [&](int64_t i) { return Contribution(op, r, i - offset); };
+            // The element before the view (offset 1) holds 1, which it must keep.
+            const auto value = [&](int64_t i) {
+              return i < offset ? 1.0 : Contribution(op, r, i - offset);
+            };
             GENESIS_ASSIGN_OR_TEXT(whole, Filled(count + offset, dtype, value, gpu));
             GENESIS_ASSIGN_OR_TEXT(view, whole.Slice(0, offset, offset + count));
             GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(view, op));
@@ -502,10 +512,10 @@ TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignment) {
             GENESIS_RETURN_IF_TEXT(Check(
                 view, [&](int64_t i) { return Expected(op, dtype, n, i); }, what));
             if (offset == 1) {
-              // The element before the view is untouched.
+              // The element before the view keeps its 1.
               GENESIS_ASSIGN_OR_TEXT(head, whole.Slice(0, 0, 1));
               GENESIS_RETURN_IF_TEXT(Check(
-                  head, [&](int64_t) { return value(0); }, what + ", element before"));
+                  head, [](int64_t) { return 1; }, what + ", element before"));
             }
             if (count <= limit) ++expected_operations;
           }

@@ -545,9 +545,9 @@ struct Comm {
   size_t staging_high = 0;  // The largest area so far (areas grow by doubling).
   std::atomic<int64_t> staged{0};
 
-  // The one-shot all_reduce (nccl_communicator.h), set up once before the first
+  // The one-shot collectives (nccl_communicator.h), set up once before the first
   // operation (NcclCommunicator::SetUpOneShot) and read-only after, but for the order
-  // it keeps across streams.
+  // they keep across streams.
   struct OneShotState {
     bool enabled = false;
     std::string unavailable;  // Why not, when not enabled.
@@ -561,39 +561,33 @@ struct Comm {
     cudaEvent_t ordered = nullptr;
     std::atomic<int64_t> operations{0};
 
-    // Whether an all_reduce of `b` with `op` takes the one-shot path: the same answer
-    // on every rank.
-    bool Serves(const Buffer& b, ReduceOp op) const {
-      return enabled && b.count != 0 && b.bytes() <= layout->max_bytes() &&
-             OneShotReduces(b.dtype, op);
+    // Whether an operation whose largest buffer is `largest` bytes of `dtype` takes the
+    // one-shot path (`op`: a reduction's; none for broadcast and all_gather): the same
+    // answer on every rank.
+    bool Serves(size_t largest, DType dtype, std::optional<ReduceOp> op) const {
+      return enabled && layout->Serves(largest) && (!op.has_value() || OneShotReduces(dtype, *op));
     }
   };
   OneShotState one_shot;
 
-  // Queues the one-shot all_reduce of `b` with `op` on its stream, after the last one
-  // if that was on another stream. Needs `mu`.
-  absl::Status LaunchOneShotLocked(const Buffer& b, ReduceOp op) {
+  // Queues the one-shot operation `args` (kind, buffers, piece, dtype, reduction,
+  // root) on `stream`, after the last one if that was on another stream. Needs `mu`.
+  absl::Status LaunchOneShotLocked(OneShotArgs args, CUstream_st* stream) {
     OneShotState& o = one_shot;
-    const bool captured = cuda::IsCapturing(b.stream);
-    if (!captured && o.last_stream != b.stream) {
+    const bool captured = cuda::IsCapturing(stream);
+    if (!captured && o.last_stream != stream) {
       if (o.last_stream != nullptr) {
-        GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(b.stream, o.ordered, 0));
+        GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, o.ordered, 0));
       }
-      o.last_stream = b.stream;
+      o.last_stream = stream;
     }
-    OneShotArgs args;
     args.window = o.window;
     args.local = o.local;
     args.layout = &*o.layout;
     args.rank = info.rank;
     args.abort = o.abort;
-    args.in = b.data;
-    args.out = b.data;
-    args.bytes = b.bytes();
-    args.dtype = b.dtype;
-    args.op = op;
-    GENESIS_RETURN_IF_ERROR(LaunchOneShotAllReduce(args, b.stream));
-    if (!captured) GENESIS_CUDA_RETURN_IF_ERROR(cudaEventRecord(o.ordered, b.stream));
+    GENESIS_RETURN_IF_ERROR(LaunchOneShot(args, stream));
+    if (!captured) GENESIS_CUDA_RETURN_IF_ERROR(cudaEventRecord(o.ordered, stream));
     o.operations.fetch_add(1, std::memory_order_relaxed);
     return absl::OkStatus();
   }
@@ -716,10 +710,9 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> AllReduce(const Buffer& b, ReduceOp op) override {
-    if (comm_->one_shot.Serves(b, op)) {
-      Operand x[] = {{b, true, true, false}};
-      return Issue(OpSummary("all_reduce", b, op), b.stream, x,
-                   [&](ncclComm_t) { return comm_->LaunchOneShotLocked(b, op); });
+    if (comm_->one_shot.Serves(b.bytes(), b.dtype, op)) {
+      return IssueOneShot(OpSummary("all_reduce", b, op), OneShotKind::kAllReduce, b, b, b.bytes(),
+                          op);
     }
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
     const bool reg = comm_->RunsRegistered(NcclOperation::kAllReduce, b.bytes());
@@ -730,6 +723,10 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> Broadcast(const Buffer& b, int root) override {
+    if (comm_->one_shot.Serves(b.bytes(), b.dtype, std::nullopt)) {
+      return IssueOneShot(OpSummary("broadcast", b, std::nullopt, " from rank ", root),
+                          OneShotKind::kBroadcast, b, b, b.bytes(), std::nullopt, root);
+    }
     const bool reg = comm_->RunsRegistered(NcclOperation::kBroadcast, b.bytes());
     Operand x[] = {{b, true, true, reg}};
     return Issue(OpSummary("broadcast", b, std::nullopt, " from rank ", root), b.stream, x,
@@ -740,6 +737,10 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> Reduce(const Buffer& b, int root, ReduceOp op) override {
+    if (comm_->one_shot.Serves(b.bytes(), b.dtype, op)) {
+      return IssueOneShot(OpSummary("reduce", b, op, " to rank ", root), OneShotKind::kReduce, b, b,
+                          b.bytes(), op, root);
+    }
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
     const bool reg = comm_->RunsRegistered(NcclOperation::kReduce, b.bytes());
     Operand x[] = {{b, true, true, reg}};
@@ -749,6 +750,10 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> AllGather(const Buffer& in, const Buffer& out) override {
+    if (comm_->one_shot.Serves(out.bytes(), in.dtype, std::nullopt)) {
+      return IssueOneShot(OpSummary("all_gather", in), OneShotKind::kAllGather, in, out, in.bytes(),
+                          std::nullopt);
+    }
     const bool reg = comm_->RunsRegistered(NcclOperation::kAllGather, out.bytes());
     Operand x[] = {{in, true, false, reg}, {out, false, true, reg}};
     return Issue(OpSummary("all_gather", in), in.stream, x, [&](ncclComm_t c) {
@@ -757,6 +762,10 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> ReduceScatter(const Buffer& in, const Buffer& out, ReduceOp op) override {
+    if (comm_->one_shot.Serves(in.bytes(), in.dtype, op)) {
+      return IssueOneShot(OpSummary("reduce_scatter", in, op), OneShotKind::kReduceScatter, in, out,
+                          out.bytes(), op);
+    }
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(in.dtype));
     const bool reg = comm_->RunsRegistered(NcclOperation::kReduceScatter, in.bytes());
     Operand x[] = {{in, true, false, reg}, {out, false, true, reg}};
@@ -958,8 +967,7 @@ class NcclCommunicator final : public Communicator {
     return std::shared_ptr<SymmetricMemory>(std::move(memory));
   }
 
-  // `c` with its one-shot all_reduce set up; the group fails when that fails (only where
-  // the group itself failed meanwhile).
+  // `c` with its one-shot collectives set up; the group fails when that fails.
   static absl::StatusOr<std::unique_ptr<Communicator>> WithOneShot(
       std::unique_ptr<NcclCommunicator> c) {
     absl::Status set_up = c->SetUpOneShot();
@@ -972,15 +980,22 @@ class NcclCommunicator final : public Communicator {
     return std::unique_ptr<Communicator>(std::move(c));
   }
 
-  // Sets up the one-shot all_reduce (nccl_communicator.h) where the group's options ask
-  // for it: every rank, once, before the first operation. Where it cannot serve, says
-  // why (OneShot()) and leaves every all_reduce to NCCL; errors only when the group
-  // itself failed meanwhile.
+  // Sets up the one-shot collectives (nccl_communicator.h) where the group's options ask
+  // for them: every rank, once, before the first operation. Where they cannot serve,
+  // says why (OneShot()) and leaves every operation to NCCL; errors when the ranks chose
+  // different sizes, or the group itself failed meanwhile.
   absl::Status SetUpOneShot() {
     Comm::OneShotState& o = comm_->one_shot;
     const GroupInfo& info = comm_->info;
     if (info.nccl_interop) {
-      o.unavailable = "an interop group (the other client's ranks run NCCL's all_reduce)";
+      o.unavailable = "an interop group (the other client's ranks run NCCL's collectives)";
+      return absl::OkStatus();
+    }
+    if (comm_->comm == comm_->control) {
+      // Seen with NCCL 2.28.3 on two H200s: after a window was registered with the
+      // non-blocking communicator, NCCL's own all_reduce of 4 MiB on it failed ("named
+      // symbol not found").
+      o.unavailable = "operations run on the non-blocking communicator (nccl_blocking off)";
       return absl::OkStatus();
     }
     if (info.size < 2 || info.size > kOneShotMaxRanks) {
@@ -1072,7 +1087,7 @@ class NcclCommunicator final : public Communicator {
     ncclWindow_t window = nullptr;
   };
 
-  // This rank's part of setting up the one-shot path in `memory`: NCCL's window must be
+  // This rank's part of setting up the one-shot paths in `memory`: NCCL's window must be
   // one its kernels reach every rank through (its lsa rank is its rank), the window
   // zeroed (the epochs and inboxes start at 0; the ranks' agreement after it orders
   // every rank's zeroing before any peer's first flag), an abort flag and the event
@@ -1122,6 +1137,24 @@ class NcclCommunicator final : public Communicator {
     GENESIS_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(values.data(), agree_buffer_, sizeof(values), cudaMemcpyDeviceToHost));
     return values;
+  }
+
+  // Issues the one-shot `kind` of `piece` bytes per rank from `in` into `out` (the
+  // same buffer for all_reduce, reduce and broadcast) on `in`'s stream.
+  absl::StatusOr<Work> IssueOneShot(OpSummary what, OneShotKind kind, const Buffer& in,
+                                    const Buffer& out, size_t piece, std::optional<ReduceOp> op,
+                                    int root = 0) {
+    OneShotArgs args;
+    args.kind = kind;
+    args.in = in.data;
+    args.out = out.data;
+    args.piece = piece;
+    args.dtype = in.dtype;
+    args.op = op.value_or(ReduceOp::kSum);
+    args.root = root;
+    Operand x[] = {{in, true, false, false}, {out, false, true, false}};
+    return Issue(std::move(what), in.stream, x,
+                 [&](ncclComm_t) { return comm_->LaunchOneShotLocked(args, in.stream); });
   }
 
   // Issues `call` on the communicator (under its lock, on its device) and returns a
@@ -1238,7 +1271,7 @@ class NcclCommunicator final : public Communicator {
   std::shared_ptr<Comm> comm_;
   void* barrier_buffer_ = nullptr;
   void* agree_buffer_ = nullptr;  // MinAcrossRanks's two floats.
-  // The one-shot all_reduce's window, when it is enabled.
+  // The one-shot collectives' window, when they are enabled.
   std::shared_ptr<SymmetricMemory> one_shot_memory_;
 };
 
@@ -1303,7 +1336,7 @@ absl::StatusOr<OneShotStats> OneShot(const Communicator& communicator) {
   const auto* nccl = dynamic_cast<const NcclCommunicator*>(&communicator);
   if (nccl == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the one-shot all_reduce is NCCL's: ", communicator.info().Describe(), " is not NCCL"));
+        "the one-shot collectives are NCCL's: ", communicator.info().Describe(), " is not NCCL"));
   }
   return nccl->one_shot_stats();
 }

@@ -24,13 +24,16 @@ struct Params {
   const volatile int* abort;
   const char* in;
   char* out;
-  size_t bytes;
-  size_t slot_bytes;  // The layout's max_bytes: slot 1 starts there.
-  size_t inbox;       // The layout's inbox(0, 0).
-  size_t epochs;      // The layout's epoch(0).
+  size_t piece;
+  size_t slot_bytes;    // The layout's: slot 1 starts there.
+  size_t region_bytes;  // The layout's: block b's region starts at b times it.
+  size_t inbox;         // The layout's inbox(0, 0).
+  size_t epochs;        // The layout's epoch(0).
+  OneShotKind kind;
   int rank;
   int ranks;
-  bool aligned;  // `in` and `out` both on 16 bytes.
+  int root;
+  bool aligned;  // Every address the kernel loads from or stores to is on 16 bytes.
 };
 
 // The type a reduction runs in: float for the 16-bit floating types (rounded once, at
@@ -122,36 +125,53 @@ __device__ T Element(const Pack& p, int i) {
   return reinterpret_cast<const T*>(p.bytes)[i];
 }
 
-// One block: its chunk of the message into its slot, a barrier with the same block of
-// every peer, then every rank's slot reduced in rank order into the output.
+// Every rank's 16 bytes at `offset` of its window (this rank's are `mine`), reduced
+// in rank order.
 template <typename T, ReduceOp kOp>
-__global__ void __launch_bounds__(kOneShotThreads) OneShotAllReduce(Params p) {
+__device__ Pack ReduceRanks(const Params& p, const Pack& mine, size_t offset) {
   using A = typename Accumulate<T>::type;
   constexpr int kElements = 16 / sizeof(T);
-  __shared__ uint32_t epoch_of_block;
+  Pack in[kOneShotMaxRanks];
+#pragma unroll
+  for (int r = 0; r < kOneShotMaxRanks; ++r) {
+    if (r < p.ranks) {
+      // Cached in L2 only: L1 could still hold this slot from two operations ago.
+      in[r].vector =
+          r == p.rank ? mine.vector
+                      : __ldcg(static_cast<const uint4*>(ncclGetLsaPointer(p.window, offset, r)));
+    }
+  }
+  A acc[kElements];
+#pragma unroll
+  for (int i = 0; i < kElements; ++i) acc[i] = Widen(Element<T>(in[0], i));
+#pragma unroll
+  for (int r = 1; r < kOneShotMaxRanks; ++r) {
+    if (r < p.ranks) {
+#pragma unroll
+      for (int i = 0; i < kElements; ++i) {
+        acc[i] = Combine<kOp>(acc[i], Widen(Element<T>(in[r], i)));
+      }
+    }
+  }
+  Pack out;
+#pragma unroll
+  for (int i = 0; i < kElements; ++i) {
+    A v = acc[i];
+    if constexpr (kOp == ReduceOp::kAvg) v = v / static_cast<A>(p.ranks);
+    reinterpret_cast<T*>(out.bytes)[i] = Narrow<T>(v);
+  }
+  return out;
+}
+
+// Tells every peer that this block's part of slot `epoch % 2` is staged (thread t tells
+// peer t, skipping this rank; the release orders the block's stores before it), then
+// waits for every peer to say the same. False when the group failed meanwhile.
+__device__ bool Meet(const Params& p, size_t block, uint32_t epoch) {
   __shared__ int stop;
   const int t = static_cast<int>(threadIdx.x);
-  const size_t block = blockIdx.x;
-  uint32_t* const epoch_word = reinterpret_cast<uint32_t*>(p.local + p.epochs) + block;
-  if (t == 0) {
-    epoch_of_block = *epoch_word;
-    stop = 0;
-  }
-  __syncthreads();
-  const uint32_t epoch = epoch_of_block;
-  const size_t at = block * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
-  const int valid = at < p.bytes ? static_cast<int>(p.bytes - at < 16 ? p.bytes - at : 16) : 0;
-  const size_t slot = (epoch & 1) * p.slot_bytes + at;
-  Pack mine;
-  if (valid > 0) {
-    LoadPart<T>(mine, p.in + at, valid, p.aligned);
-    *reinterpret_cast<uint4*>(p.local + slot) = mine.vector;
-  }
+  if (t == 0) stop = 0;
   __syncthreads();
   if (t < p.ranks - 1) {
-    // Thread t tells peer t (skipping this rank) that this block's chunk is in its
-    // slot (the release orders the block's stores before it), then waits for the peer
-    // to say the same.
     const int peer = t + (t >= p.rank ? 1 : 0);
     auto* theirs = static_cast<uint32_t*>(
         ncclGetLsaPointer(p.window, p.inbox + (block * p.ranks + p.rank) * 4, peer));
@@ -168,45 +188,80 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShotAllReduce(Params p) {
     }
   }
   __syncthreads();
-  if (stop != 0) return;
+  return stop == 0;
+}
+
+// One block: its part of the pieces into its region of the slot, a meeting with the
+// same block of every peer, then the peers' regions read into the output.
+template <typename T, ReduceOp kOp>
+__global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
+  __shared__ uint32_t epoch_of_block;
+  const int t = static_cast<int>(threadIdx.x);
+  const size_t block = blockIdx.x;
+  uint32_t* const epoch_word = reinterpret_cast<uint32_t*>(p.local + p.epochs) + block;
+  if (t == 0) epoch_of_block = *epoch_word;
+  __syncthreads();
+  const uint32_t epoch = epoch_of_block;
+  // This thread's 16 bytes of the piece, and where they are staged.
+  const size_t at = block * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
+  const int valid = at < p.piece ? static_cast<int>(p.piece - at < 16 ? p.piece - at : 16) : 0;
+  const size_t staged = (epoch & 1) * p.slot_bytes + block * p.region_bytes + t * 16;
+  Pack mine;
   if (valid > 0) {
-    Pack in[kOneShotMaxRanks];
-#pragma unroll
-    for (int r = 0; r < kOneShotMaxRanks; ++r) {
-      if (r < p.ranks) {
-        // Cached in L2 only: L1 could still hold this slot from two operations ago.
-        in[r].vector =
-            r == p.rank ? mine.vector
-                        : __ldcg(static_cast<const uint4*>(ncclGetLsaPointer(p.window, slot, r)));
+    if (p.kind == OneShotKind::kReduceScatter) {
+      // Rank q's part of the input goes to chunk q of the region.
+      for (int q = 0; q < p.ranks; ++q) {
+        Pack part;
+        LoadPart<T>(part, p.in + q * p.piece + at, valid, p.aligned);
+        *reinterpret_cast<uint4*>(p.local + staged + q * kOneShotChunkBytes) = part.vector;
+        if (q == p.rank) mine = part;
       }
+    } else if (p.kind != OneShotKind::kBroadcast || p.rank == p.root) {
+      LoadPart<T>(mine, p.in + at, valid, p.aligned);
+      *reinterpret_cast<uint4*>(p.local + staged) = mine.vector;
     }
-    A acc[kElements];
-#pragma unroll
-    for (int i = 0; i < kElements; ++i) acc[i] = Widen(Element<T>(in[0], i));
-#pragma unroll
-    for (int r = 1; r < kOneShotMaxRanks; ++r) {
-      if (r < p.ranks) {
-#pragma unroll
-        for (int i = 0; i < kElements; ++i) {
-          acc[i] = Combine<kOp>(acc[i], Widen(Element<T>(in[r], i)));
+  }
+  if (!Meet(p, block, epoch)) return;
+  if (valid > 0) {
+    switch (p.kind) {
+      case OneShotKind::kAllReduce:
+        StorePart<T>(p.out + at, ReduceRanks<T, kOp>(p, mine, staged), valid, p.aligned);
+        break;
+      case OneShotKind::kReduce:
+        if (p.rank == p.root) {
+          StorePart<T>(p.out + at, ReduceRanks<T, kOp>(p, mine, staged), valid, p.aligned);
         }
-      }
+        break;
+      case OneShotKind::kReduceScatter:
+        StorePart<T>(p.out + at, ReduceRanks<T, kOp>(p, mine, staged + p.rank * kOneShotChunkBytes),
+                     valid, p.aligned);
+        break;
+      case OneShotKind::kBroadcast:
+        if (p.rank != p.root) {
+          Pack root;
+          root.vector =
+              __ldcg(static_cast<const uint4*>(ncclGetLsaPointer(p.window, staged, p.root)));
+          StorePart<T>(p.out + at, root, valid, p.aligned);
+        }
+        break;
+      case OneShotKind::kAllGather:
+        for (int q = 0; q < p.ranks; ++q) {
+          Pack part;
+          part.vector =
+              q == p.rank
+                  ? mine.vector
+                  : __ldcg(static_cast<const uint4*>(ncclGetLsaPointer(p.window, staged, q)));
+          StorePart<T>(p.out + q * p.piece + at, part, valid, p.aligned);
+        }
+        break;
     }
-    Pack out;
-#pragma unroll
-    for (int i = 0; i < kElements; ++i) {
-      A v = acc[i];
-      if constexpr (kOp == ReduceOp::kAvg) v = v / static_cast<A>(p.ranks);
-      reinterpret_cast<T*>(out.bytes)[i] = Narrow<T>(v);
-    }
-    StorePart<T>(p.out + at, out, valid, p.aligned);
   }
   if (t == 0) *epoch_word = epoch + 1;
 }
 
 template <typename T, ReduceOp kOp>
 void Launch(const Params& p, unsigned blocks, cudaStream_t stream) {
-  OneShotAllReduce<T, kOp><<<blocks, kOneShotThreads, 0, stream>>>(p);
+  OneShot<T, kOp><<<blocks, kOneShotThreads, 0, stream>>>(p);
 }
 
 template <typename T>
@@ -260,11 +315,20 @@ bool LaunchFor(DType dtype, ReduceOp op, const Params& p, unsigned blocks, cudaS
 
 }  // namespace
 
-absl::Status LaunchOneShotAllReduce(const OneShotArgs& args, CUstream_st* stream) {
+absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
   const OneShotLayout& layout = *args.layout;
-  if (args.bytes == 0 || args.bytes > layout.max_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat("one-shot all_reduce of ", args.bytes,
+  const bool spread =
+      args.kind == OneShotKind::kAllGather || args.kind == OneShotKind::kReduceScatter;
+  const size_t largest = spread ? args.piece * layout.ranks() : args.piece;
+  if (args.piece == 0 || !layout.Serves(largest)) {
+    return absl::InvalidArgumentError(absl::StrCat("one-shot ", ToAbsl(OneShotKindName(args.kind)),
+                                                   " whose largest buffer has ", largest,
                                                    " bytes (1 to ", layout.max_bytes(), ")"));
+  }
+  if (args.root < 0 || args.root >= layout.ranks()) {
+    return absl::InvalidArgumentError(absl::StrCat("one-shot ", ToAbsl(OneShotKindName(args.kind)),
+                                                   " from root ", args.root, " of ", layout.ranks(),
+                                                   " ranks"));
   }
   Params p;
   p.window = static_cast<ncclWindow_t>(args.window);
@@ -272,25 +336,35 @@ absl::Status LaunchOneShotAllReduce(const OneShotArgs& args, CUstream_st* stream
   p.abort = args.abort;
   p.in = static_cast<const char*>(args.in);
   p.out = static_cast<char*>(args.out);
-  p.bytes = args.bytes;
-  p.slot_bytes = layout.slot(1);
+  p.piece = args.piece;
+  p.slot_bytes = layout.slot_bytes();
+  p.region_bytes = layout.region_bytes();
   p.inbox = layout.inbox(0, 0);
   p.epochs = layout.epoch(0);
+  p.kind = args.kind;
   p.rank = args.rank;
   p.ranks = layout.ranks();
-  p.aligned =
-      (reinterpret_cast<uintptr_t>(args.in) | reinterpret_cast<uintptr_t>(args.out)) % 16 == 0;
-  const auto blocks = static_cast<unsigned>(OneShotLayout::Blocks(args.bytes));
-  if (!OneShotReduces(args.dtype, args.op) || !LaunchFor(args.dtype, args.op, p, blocks, stream)) {
-    return absl::InvalidArgumentError(absl::StrCat("the one-shot all_reduce does not reduce ",
-                                                   ToAbsl(DTypeName(args.dtype)), " with ",
-                                                   ToAbsl(ReduceOpName(args.op))));
+  p.root = args.root;
+  p.aligned = (reinterpret_cast<uintptr_t>(args.in) | reinterpret_cast<uintptr_t>(args.out) |
+               (spread ? args.piece : 0)) %
+                  16 ==
+              0;
+  const auto blocks = static_cast<unsigned>(OneShotLayout::Blocks(args.piece));
+  // What only moves bytes runs the byte kernel (any alignment).
+  const bool launched =
+      OneShotReduces(args.kind)
+          ? OneShotReduces(args.dtype, args.op) && LaunchFor(args.dtype, args.op, p, blocks, stream)
+          : LaunchOp<uint8_t>(ReduceOp::kSum, p, blocks, stream);
+  if (!launched) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the one-shot ", ToAbsl(OneShotKindName(args.kind)), " does not reduce ",
+                     ToAbsl(DTypeName(args.dtype)), " with ", ToAbsl(ReduceOpName(args.op))));
   }
-  const cudaError_t launched = cudaGetLastError();
-  if (launched != cudaSuccess) {
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) {
     return absl::InternalError(
-        absl::StrCat("launching the one-shot all_reduce: ", cudaGetErrorName(launched), ": ",
-                     cudaGetErrorString(launched)));
+        absl::StrCat("launching the one-shot ", ToAbsl(OneShotKindName(args.kind)), ": ",
+                     cudaGetErrorName(error), ": ", cudaGetErrorString(error)));
   }
   return absl::OkStatus();
 }

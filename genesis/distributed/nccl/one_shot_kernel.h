@@ -1,4 +1,4 @@
-// The one-shot all_reduce kernel (one_shot_plan.h says how it works), behind a plain
+// The one-shot collectives' kernel (one_shot_plan.h says how it works), behind a plain
 // C++ header so that the NCCL communicator compiles without nvcc.
 #ifndef GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_KERNEL_H_
 #define GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_KERNEL_H_
@@ -25,18 +25,23 @@ struct OneShotArgs {
   // Host memory mapped for the device: the kernel stops waiting for its peers once it
   // is nonzero (the group failed), leaving `out` undefined.
   const volatile int* abort = nullptr;
-  // `bytes` (1 to layout->max_bytes()) of `dtype` at `in`, reduced with `op` into
-  // `out` (which may be `in`); any alignment of the element type.
+  // `kind` on `piece` bytes of `dtype` (one_shot_plan.h): `in` holds ranks x piece
+  // bytes for reduce_scatter, `out` for all_gather, and both hold `piece` bytes for the
+  // others (and may be the same buffer; `out` may be a part of `in` or `in` of `out`).
+  // Any alignment of the element type. `root`: reduce's and broadcast's.
+  OneShotKind kind = OneShotKind::kAllReduce;
   const void* in = nullptr;
   void* out = nullptr;
-  size_t bytes = 0;
+  size_t piece = 0;
   DType dtype = DType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
+  int root = 0;
 };
 
 // Queues the kernel on `stream`. InvalidArgument for a dtype and reduction it does not
-// serve (OneShotReduces) or a size out of range; the launch's error otherwise.
-absl::Status LaunchOneShotAllReduce(const OneShotArgs& args, CUstream_st* stream);
+// serve (OneShotReduces), a largest buffer the layout does not serve or a root out of
+// range; the launch's error otherwise.
+absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream);
 
 // What NCCL's symmetric window `window` (an ncclWindow_t) records of this process: its
 // rank among the ranks its kernels reach through the window (lsa) and in the

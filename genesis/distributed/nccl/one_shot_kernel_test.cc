@@ -14,10 +14,13 @@
 #include <nccl.h>
 #include <nccl_device/impl/core__types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -133,9 +136,21 @@ class FakeWindows {
     args.abort = abort_;
     args.in = s.data_ptr();
     args.out = s.data_ptr();
-    args.bytes = static_cast<size_t>(s.numel()) * ItemSize(s.dtype());
+    args.piece = static_cast<size_t>(s.numel()) * ItemSize(s.dtype());
     args.dtype = s.dtype();
     args.op = op;
+    return args;
+  }
+
+  // Rank `rank`'s arguments for `kind` from `in` into `out`, whose piece is the smaller
+  // of the two (either, for the kinds that keep one buffer).
+  OneShotArgs Args(int rank, OneShotKind kind, const Storage& in, const Storage& out, ReduceOp op,
+                   int root) const {
+    OneShotArgs args = Args(rank, in, op);
+    args.kind = kind;
+    args.out = out.data_ptr();
+    args.piece = static_cast<size_t>(std::min(in.numel(), out.numel())) * ItemSize(in.dtype());
+    args.root = root;
     return args;
   }
 
@@ -156,21 +171,39 @@ class FakeWindows {
   volatile int* abort_ = nullptr;
 };
 
-// Sets the abort flag if not cancelled within `limit`, so that a kernel waiting for a
-// peer that never arrives ends (and the test fails) instead of hanging.
+// `limit` times GENESIS_TEST_TIMEOUT_SCALE (run_gpu_tests.sh --sanitize sets it: the
+// kernels run slower under compute-sanitizer).
+std::chrono::seconds Scaled(std::chrono::seconds limit) {
+  const char* text = std::getenv("GENESIS_TEST_TIMEOUT_SCALE");
+  const int scale = text != nullptr ? std::atoi(text) : 1;
+  return scale > 1 ? limit * scale : limit;
+}
+
+// Sets the abort flag if not cancelled within `limit` (scaled), so that a kernel waiting
+// for a peer that never arrives ends (and the test fails) instead of hanging; and when
+// it goes uncancelled (a test that stopped half-way, leaving some ranks' kernels
+// waiting).
 class Watchdog {
  public:
   Watchdog(FakeWindows& windows, std::chrono::seconds limit)
-      : thread_([this, &windows, limit] {
+      : windows_(windows), thread_([this, limit = Scaled(limit)] {
           std::unique_lock<std::mutex> lock(mu_);
           if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
             fired_ = true;
-            windows.Abort();
+            windows_.Abort();
           }
         }) {}
-  ~Watchdog() { Cancel(); }
+  ~Watchdog() {
+    if (!cancelled_) {
+      windows_.Abort();
+      Cancel();
+      cudaDeviceSynchronize();
+      (void)windows_.Reset();
+    }
+  }
   // Stops it; whether it had fired.
   bool Cancel() {
+    cancelled_ = true;
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_ = true;
@@ -181,10 +214,12 @@ class Watchdog {
   }
 
  private:
+  FakeWindows& windows_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
   bool fired_ = false;
+  bool cancelled_ = false;
   std::thread thread_;
 };
 
@@ -229,7 +264,7 @@ std::string RunOnce(Ranks& ranks, DType dtype, ReduceOp op, int64_t count, int64
   Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
   for (int r = 0; r < n; ++r) {
     GENESIS_RETURN_IF_BAD(
-        LaunchOneShotAllReduce(ranks.windows->Args(r, views[r], op), ranks.streams[r].native()));
+        LaunchOneShot(ranks.windows->Args(r, views[r], op), ranks.streams[r].native()));
   }
   GENESIS_RETURN_IF_BAD(SyncAll(ranks));
   if (watchdog.Cancel()) return "a rank waited for its peers for 20 s";
@@ -272,6 +307,86 @@ TEST_P(OneShotKernelTest, EveryDTypeAndReductionAtSizesAroundItsChunks) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, OneShotKernelTest, ::testing::Values(2, 3, 4, 8));
 
+// Broadcast, reduce, all_gather and reduce_scatter: known results at sizes around the
+// chunks, in views off 16 bytes (and pieces that are not whole 16 bytes), every root.
+TEST_P(OneShotKernelTest, EveryOtherKind) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  const int n = GetParam();
+  Ranks ranks = MakeRanks(n, n <= 4 ? size_t{256} << 10 : size_t{64} << 10);
+  ASSERT_NE(ranks.windows, nullptr);
+  const Device gpu = Device::Cuda(0);
+  const int64_t limit = static_cast<int64_t>(ranks.windows->layout().max_bytes()) / 4;
+  for (DType dtype : {DType::kInt32, DType::kBFloat16, DType::kInt8}) {
+    const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes / ItemSize(dtype));
+    for (int64_t piece : {int64_t{1}, int64_t{5}, chunk + 3, 2 * chunk, limit / n}) {
+      // The gather's output and the scatter's input hold n pieces.
+      if (n * piece * static_cast<int64_t>(ItemSize(dtype)) > 4 * limit) continue;
+      for (int64_t offset : {int64_t{0}, int64_t{1}}) {
+        const std::string what = absl::StrCat(n, " ranks, ", ToAbsl(DTypeName(dtype)), ", piece ",
+                                              piece, " at +", offset);
+        const int root = static_cast<int>(piece % n);
+        // Rank r's value i: r * 3 + i % 5 (small enough for int8 sums of 8 ranks).
+        const auto value = [](int r) { return [r](int64_t i) { return r * 3 + i % 5; }; };
+        std::vector<Storage> b, red, gin, gout, sin, sout;
+        for (int r = 0; r < n; ++r) {
+          auto view = [&](int64_t count, const std::function<double(int64_t)>& f) -> Storage {
+            auto whole = Filled(
+                count + offset, dtype, [&](int64_t i) { return f(i - offset); }, gpu);
+            EXPECT_TRUE(whole.ok()) << whole.status();
+            auto v = whole->Slice(0, offset, offset + count);
+            EXPECT_TRUE(v.ok()) << v.status();
+            return *v;
+          };
+          b.push_back(view(piece, value(r)));
+          red.push_back(view(piece, value(r)));
+          gin.push_back(view(piece, value(r)));
+          gout.push_back(view(n * piece, [](int64_t) { return 0; }));
+          sin.push_back(view(n * piece, value(r)));
+          sout.push_back(view(piece, [](int64_t) { return 0; }));
+        }
+        Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
+        for (int r = 0; r < n; ++r) {
+          const auto& w = *ranks.windows;
+          cudaStream_t s = ranks.streams[r].native();
+          ASSERT_TRUE(
+              LaunchOneShot(w.Args(r, OneShotKind::kBroadcast, b[r], b[r], ReduceOp::kSum, root), s)
+                  .ok());
+          ASSERT_TRUE(LaunchOneShot(
+                          w.Args(r, OneShotKind::kReduce, red[r], red[r], ReduceOp::kSum, root), s)
+                          .ok());
+          ASSERT_TRUE(LaunchOneShot(
+                          w.Args(r, OneShotKind::kAllGather, gin[r], gout[r], ReduceOp::kSum, 0), s)
+                          .ok());
+          ASSERT_TRUE(
+              LaunchOneShot(
+                  w.Args(r, OneShotKind::kReduceScatter, sin[r], sout[r], ReduceOp::kMax, 0), s)
+                  .ok());
+        }
+        ASSERT_TRUE(SyncAll(ranks).ok());
+        ASSERT_FALSE(watchdog.Cancel()) << what << ": a rank waited for its peers for 20 s";
+        for (int r = 0; r < n; ++r) {
+          const std::string rank = absl::StrCat(what, ", rank ", r);
+          ASSERT_EQ(Check(b[r], value(root), rank + ", broadcast"), "");
+          const auto sum = [&](int64_t i) { return 3.0 * n * (n - 1) / 2 + n * (i % 5); };
+          ASSERT_EQ(Check(red[r], r == root ? std::function<double(int64_t)>(sum) : value(r),
+                          rank + ", reduce"),
+                    "");
+          ASSERT_EQ(
+              Check(
+                  gout[r], [&](int64_t i) { return value(static_cast<int>(i / piece))(i % piece); },
+                  rank + ", all_gather"),
+              "");
+          // Rank r's output: the max over ranks of their part r (the last rank's).
+          ASSERT_EQ(Check(
+                        sout[r], [&](int64_t i) { return value(n - 1)(r * piece + i); },
+                        rank + ", reduce_scatter"),
+                    "");
+        }
+      }
+    }
+  }
+}
+
 // Twenty operations per rank queued before any finishes, each on its own storage with
 // values of its own: every slot is written again while peers may still be behind, so a
 // slot reused too early (or read too late) shows in the sums.
@@ -294,8 +409,8 @@ TEST(OneShotKernelTest, ManyOperationsInFlight) {
   Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
   for (int k = 0; k < kOperations; ++k) {
     for (int r = 0; r < kRanks; ++r) {
-      ASSERT_TRUE(LaunchOneShotAllReduce(ranks.windows->Args(r, storages[r][k], ReduceOp::kSum),
-                                         ranks.streams[r].native())
+      ASSERT_TRUE(LaunchOneShot(ranks.windows->Args(r, storages[r][k], ReduceOp::kSum),
+                                ranks.streams[r].native())
                       .ok());
     }
   }
@@ -327,8 +442,8 @@ TEST(OneShotKernelTest, GraphsReplay) {
     storages.push_back(*s);
     ASSERT_TRUE(cuda::BeginCapture(ranks.streams[r].native()).ok());
     for (int k = 0; k < 4; ++k) {
-      ASSERT_TRUE(LaunchOneShotAllReduce(ranks.windows->Args(r, storages[r], ReduceOp::kSum),
-                                         ranks.streams[r].native())
+      ASSERT_TRUE(LaunchOneShot(ranks.windows->Args(r, storages[r], ReduceOp::kSum),
+                                ranks.streams[r].native())
                       .ok());
     }
     auto graph = cuda::Graph::EndCapture(ranks.streams[r].native());
@@ -359,8 +474,7 @@ TEST(OneShotKernelTest, AWaitingKernelStopsWhenTheGroupFails) {
       1000, DType::kFloat32, [](int64_t i) { return i; }, Device::Cuda(0));
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_TRUE(
-      LaunchOneShotAllReduce(ranks.windows->Args(0, *s, ReduceOp::kSum), ranks.streams[0].native())
-          .ok());
+      LaunchOneShot(ranks.windows->Args(0, *s, ReduceOp::kSum), ranks.streams[0].native()).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(cudaStreamQuery(ranks.streams[0].native()), cudaErrorNotReady);  // Still waiting.
   ranks.windows->Abort();
@@ -378,16 +492,28 @@ TEST(OneShotKernelTest, RefusesWhatItDoesNotServe) {
   auto big = Filled(
       4097, DType::kFloat32, [](int64_t i) { return i; }, Device::Cuda(0));
   ASSERT_TRUE(ints.ok() && big.ok());
-  absl::Status avg = LaunchOneShotAllReduce(ranks.windows->Args(0, *ints, ReduceOp::kAvg), nullptr);
+  absl::Status avg = LaunchOneShot(ranks.windows->Args(0, *ints, ReduceOp::kAvg), nullptr);
   EXPECT_EQ(avg.code(), absl::StatusCode::kInvalidArgument) << avg;
-  EXPECT_NE(avg.message().find("int32 with avg"), std::string::npos) << avg;
-  absl::Status too_big =
-      LaunchOneShotAllReduce(ranks.windows->Args(0, *big, ReduceOp::kSum), nullptr);
+  EXPECT_NE(avg.message().find("all_reduce does not reduce int32 with avg"), std::string::npos)
+      << avg;
+  absl::Status too_big = LaunchOneShot(ranks.windows->Args(0, *big, ReduceOp::kSum), nullptr);
   EXPECT_EQ(too_big.code(), absl::StatusCode::kInvalidArgument) << too_big;
-  EXPECT_NE(too_big.message().find("16388 bytes (1 to 16384)"), std::string::npos) << too_big;
+  EXPECT_NE(too_big.message().find("all_reduce whose largest buffer has 16388 bytes (1 to 16384)"),
+            std::string::npos)
+      << too_big;
+  // A gather whose output would exceed the limit, and a root out of range.
+  OneShotArgs gather =
+      ranks.windows->Args(0, OneShotKind::kAllGather, *big, *big, ReduceOp::kSum, 0);
+  gather.piece = 8200 * 4 / 2 + 4;
+  EXPECT_EQ(LaunchOneShot(gather, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  OneShotArgs rooted =
+      ranks.windows->Args(0, OneShotKind::kBroadcast, *ints, *ints, ReduceOp::kSum, 2);
+  absl::Status root = LaunchOneShot(rooted, nullptr);
+  EXPECT_EQ(root.code(), absl::StatusCode::kInvalidArgument) << root;
+  EXPECT_NE(root.message().find("from root 2 of 2 ranks"), std::string::npos) << root;
   OneShotArgs empty = ranks.windows->Args(0, *ints, ReduceOp::kSum);
-  empty.bytes = 0;
-  EXPECT_EQ(LaunchOneShotAllReduce(empty, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  empty.piece = 0;
+  EXPECT_EQ(LaunchOneShot(empty, nullptr).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The one-shot all_reduce where the build's NCCL has no device API (nccl_device.h,
-// NCCL 2.28+): groups find it unavailable and run NCCL's all_reduce.
+// The one-shot collectives where the build's NCCL has no device API (nccl_device.h,
+// NCCL 2.28+): groups find them unavailable and run NCCL's.
 #include "genesis/distributed/nccl/one_shot_kernel.h"
 
 namespace genesis::distributed::nccl_backend {
@@ -10,7 +10,7 @@ absl::Status Unavailable() {
 }
 }  // namespace
 
-absl::Status LaunchOneShotAllReduce(const OneShotArgs&, CUstream_st*) { return Unavailable(); }
+absl::Status LaunchOneShot(const OneShotArgs&, CUstream_st*) { return Unavailable(); }
 
 absl::StatusOr<WindowRanks> ReadWindowRanks(void*) { return Unavailable(); }
 

@@ -7,13 +7,29 @@ namespace genesis::distributed::nccl_backend {
 absl::StatusOr<OneShotLayout> OneShotLayout::Create(size_t max_bytes, int ranks) {
   if (ranks < 2 || ranks > kOneShotMaxRanks) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a one-shot all_reduce among ", ranks, " ranks (it serves 2 to ", kOneShotMaxRanks, ")"));
+        "one-shot collectives among ", ranks, " ranks (it serves 2 to ", kOneShotMaxRanks, ")"));
   }
   if (max_bytes == 0 || max_bytes > kOneShotMaxBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("one-shot all_reduce of up to ", max_bytes,
+    return absl::InvalidArgumentError(absl::StrCat("one-shot collectives of up to ", max_bytes,
                                                    " bytes (1 to ", kOneShotMaxBytes, " serve)"));
   }
   return OneShotLayout(Blocks(max_bytes) * kOneShotChunkBytes, ranks);
+}
+
+std::string_view OneShotKindName(OneShotKind kind) {
+  switch (kind) {
+    case OneShotKind::kAllReduce:
+      return "all_reduce";
+    case OneShotKind::kReduce:
+      return "reduce";
+    case OneShotKind::kBroadcast:
+      return "broadcast";
+    case OneShotKind::kAllGather:
+      return "all_gather";
+    case OneShotKind::kReduceScatter:
+      return "reduce_scatter";
+  }
+  return "?";
 }
 
 size_t OneShotLayout::bytes() const {

@@ -12,10 +12,14 @@ TEST(OneShotLayoutTest, RoundsToWholeChunksAndKeepsRegionsApart) {
   ASSERT_TRUE(layout.ok()) << layout.status();
   EXPECT_EQ(layout->max_bytes(), 13 * kOneShotChunkBytes);  // 100000 / 8192 = 12.2.
   EXPECT_EQ(layout->max_blocks(), 13u);
+  // A region per block, a chunk per rank in it (reduce_scatter stages one for each).
+  EXPECT_EQ(layout->region_bytes(), 4 * kOneShotChunkBytes);
+  EXPECT_EQ(layout->region(0), 0u);
+  EXPECT_EQ(layout->region(12) + layout->region_bytes(), layout->slot_bytes());
   EXPECT_EQ(layout->slot(0), 0u);
-  EXPECT_EQ(layout->slot(1), layout->max_bytes());
+  EXPECT_EQ(layout->slot(1), layout->slot_bytes());
   // Inboxes after both slots, one word per block and rank; epochs after them.
-  EXPECT_EQ(layout->inbox(0, 0), 2 * layout->max_bytes());
+  EXPECT_EQ(layout->inbox(0, 0), 2 * layout->slot_bytes());
   EXPECT_EQ(layout->inbox(1, 0), layout->inbox(0, 3) + 4);
   EXPECT_EQ(layout->epoch(0), layout->inbox(12, 3) + 4);
   EXPECT_EQ(layout->bytes() % 4096, 0u);
@@ -25,6 +29,28 @@ TEST(OneShotLayoutTest, RoundsToWholeChunksAndKeepsRegionsApart) {
     for (int r = 0; r < 4; ++r) EXPECT_TRUE(words.insert(layout->inbox(b, r)).second);
     EXPECT_TRUE(words.insert(layout->epoch(b)).second);
   }
+}
+
+TEST(OneShotLayoutTest, ServesOperationsWhoseLargestBufferFits) {
+  absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(65536, 2);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_FALSE(layout->Serves(0));
+  EXPECT_TRUE(layout->Serves(1));
+  EXPECT_TRUE(layout->Serves(65536));
+  EXPECT_FALSE(layout->Serves(65537));
+}
+
+TEST(OneShotKindTest, NamesAndWhichReduce) {
+  EXPECT_EQ(OneShotKindName(OneShotKind::kAllReduce), "all_reduce");
+  EXPECT_EQ(OneShotKindName(OneShotKind::kReduce), "reduce");
+  EXPECT_EQ(OneShotKindName(OneShotKind::kBroadcast), "broadcast");
+  EXPECT_EQ(OneShotKindName(OneShotKind::kAllGather), "all_gather");
+  EXPECT_EQ(OneShotKindName(OneShotKind::kReduceScatter), "reduce_scatter");
+  EXPECT_TRUE(OneShotReduces(OneShotKind::kAllReduce));
+  EXPECT_TRUE(OneShotReduces(OneShotKind::kReduce));
+  EXPECT_TRUE(OneShotReduces(OneShotKind::kReduceScatter));
+  EXPECT_FALSE(OneShotReduces(OneShotKind::kBroadcast));
+  EXPECT_FALSE(OneShotReduces(OneShotKind::kAllGather));
 }
 
 TEST(OneShotLayoutTest, BlocksCoverTheMessage) {

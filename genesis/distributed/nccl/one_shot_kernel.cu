@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cuda/atomic>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -27,7 +26,6 @@ struct Params {
   size_t piece;
   size_t slot_bytes;    // The layout's: slot 1 starts there.
   size_t region_bytes;  // The layout's: block b's region starts at b times it.
-  size_t inbox;         // The layout's inbox(0, 0).
   size_t epochs;        // The layout's epoch(0).
   OneShotKind kind;
   int rank;
@@ -125,31 +123,20 @@ __device__ T Element(const Pack& p, int i) {
   return reinterpret_cast<const T*>(p.bytes)[i];
 }
 
-// Every rank's 16 bytes at `offset` of its window (this rank's are `mine`), reduced
-// in rank order.
+// Every rank's 16 bytes (`got`, in rank order) reduced in rank order.
 template <typename T, ReduceOp kOp>
-__device__ Pack ReduceRanks(const Params& p, const Pack& mine, size_t offset) {
+__device__ Pack ReduceRanks(const Params& p, const Pack* got) {
   using A = typename Accumulate<T>::type;
   constexpr int kElements = 16 / sizeof(T);
-  Pack in[kOneShotMaxRanks];
-#pragma unroll
-  for (int r = 0; r < kOneShotMaxRanks; ++r) {
-    if (r < p.ranks) {
-      // Cached in L2 only: L1 could still hold this slot from two operations ago.
-      in[r].vector =
-          r == p.rank ? mine.vector
-                      : __ldcg(static_cast<const uint4*>(ncclGetLsaPointer(p.window, offset, r)));
-    }
-  }
   A acc[kElements];
 #pragma unroll
-  for (int i = 0; i < kElements; ++i) acc[i] = Widen(Element<T>(in[0], i));
+  for (int i = 0; i < kElements; ++i) acc[i] = Widen(Element<T>(got[0], i));
 #pragma unroll
   for (int r = 1; r < kOneShotMaxRanks; ++r) {
     if (r < p.ranks) {
 #pragma unroll
       for (int i = 0; i < kElements; ++i) {
-        acc[i] = Combine<kOp>(acc[i], Widen(Element<T>(in[r], i)));
+        acc[i] = Combine<kOp>(acc[i], Widen(Element<T>(got[r], i)));
       }
     }
   }
@@ -163,36 +150,44 @@ __device__ Pack ReduceRanks(const Params& p, const Pack& mine, size_t offset) {
   return out;
 }
 
-// Tells every peer that this block's part of slot `epoch % 2` is staged (thread t tells
-// peer t, skipping this rank; the release orders the block's stores before it), then
-// waits for every peer to say the same. False when the group failed meanwhile.
-__device__ bool Meet(const Params& p, size_t block, uint32_t epoch) {
-  __shared__ int stop;
-  const int t = static_cast<int>(threadIdx.x);
-  if (t == 0) stop = 0;
-  __syncthreads();
-  if (t < p.ranks - 1) {
-    const int peer = t + (t >= p.rank ? 1 : 0);
-    auto* theirs = static_cast<uint32_t*>(
-        ncclGetLsaPointer(p.window, p.inbox + (block * p.ranks + p.rank) * 4, peer));
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*theirs).store(
-        epoch + 1, cuda::memory_order_release);
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_system> box(
-        *reinterpret_cast<uint32_t*>(p.local + p.inbox + (block * p.ranks + peer) * 4));
-    for (uint32_t spins = 1;; ++spins) {
-      if (static_cast<int32_t>(box.load(cuda::memory_order_acquire) - (epoch + 1)) >= 0) break;
-      if (spins % 256 == 0 && *p.abort != 0) {
-        stop = 1;
-        break;
-      }
-    }
-  }
-  __syncthreads();
-  return stop == 0;
+// Sends 16 bytes to `to` (a peer's window) as two lines of NCCL's LL format: each
+// 8-byte half pairs 4 bytes of data with `flag`, and a 16-byte volatile store lands
+// whole, so a reader that finds both flags has the data, with no fence between.
+__device__ void SendLL(char* to, const Pack& v, uint32_t flag) {
+  const auto* w = reinterpret_cast<const uint32_t*>(v.bytes);
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(to), "r"(w[0]), "r"(flag),
+               "r"(w[1]), "r"(flag)
+               : "memory");
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(to + 16), "r"(w[2]),
+               "r"(flag), "r"(w[3]), "r"(flag)
+               : "memory");
 }
 
-// One block: its part of the pieces into its region of the slot, a meeting with the
-// same block of every peer, then the peers' regions read into the output.
+// Waits for the 16 bytes a peer sent with `flag` to `from` (this rank's window). False
+// when the group failed meanwhile (the abort flag, read every 1024 polls).
+__device__ bool ReceiveLL(const char* from, Pack& v, uint32_t flag, const volatile int* abort) {
+  auto* w = reinterpret_cast<uint32_t*>(v.bytes);
+  for (int half = 0; half < 2; ++half) {
+    for (uint32_t polls = 1;; ++polls) {
+      uint32_t d0, f0, d1, f1;
+      asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
+                   : "l"(from + 16 * half)
+                   : "memory");
+      if (f0 == flag && f1 == flag) {
+        w[2 * half] = d0;
+        w[2 * half + 1] = d1;
+        break;
+      }
+      if (polls % 1024 == 0 && *abort != 0) return false;
+    }
+  }
+  return true;
+}
+
+// One block: each thread sends its 16 bytes of the piece (reduce_scatter: of each
+// rank's part) to every peer's window, receives every peer's, and writes what the
+// operation makes of them.
 template <typename T, ReduceOp kOp>
 __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   __shared__ uint32_t epoch_of_block;
@@ -202,56 +197,57 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   if (t == 0) epoch_of_block = *epoch_word;
   __syncthreads();
   const uint32_t epoch = epoch_of_block;
-  // This thread's 16 bytes of the piece, and where they are staged.
+  // Never 0, the flags of lines never written (the epoch wraps after 2^32 operations).
+  const uint32_t flag = epoch + 1 == 0 ? 1 : epoch + 1;
   const size_t at = block * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
   const int valid = at < p.piece ? static_cast<int>(p.piece - at < 16 ? p.piece - at : 16) : 0;
-  const size_t staged = (epoch & 1) * p.slot_bytes + block * p.region_bytes + t * 16;
-  Pack mine;
   if (valid > 0) {
-    if (p.kind == OneShotKind::kReduceScatter) {
-      // Rank q's part of the input goes to chunk q of the region.
-      for (int q = 0; q < p.ranks; ++q) {
-        Pack part;
-        LoadPart<T>(part, p.in + q * p.piece + at, valid, p.aligned);
-        *reinterpret_cast<uint4*>(p.local + staged + q * kOneShotChunkBytes) = part.vector;
-        if (q == p.rank) mine = part;
-      }
-    } else if (p.kind != OneShotKind::kBroadcast || p.rank == p.root) {
+    // Rank q's lines from this thread's peer thread: at (q, t) of this block's region.
+    const size_t region = (epoch & 1) * p.slot_bytes + block * p.region_bytes;
+    const auto line = [&](int q) {
+      return region + (static_cast<size_t>(q) * kOneShotThreads + t) * 32;
+    };
+    const bool scatter = p.kind == OneShotKind::kReduceScatter;
+    Pack mine = {};
+    if (!scatter && (p.kind != OneShotKind::kBroadcast || p.rank == p.root)) {
       LoadPart<T>(mine, p.in + at, valid, p.aligned);
-      *reinterpret_cast<uint4*>(p.local + staged) = mine.vector;
     }
-  }
-  if (!Meet(p, block, epoch)) return;
-  if (valid > 0) {
+    // Every rank sends to every peer, also where the peer does not use it (broadcast's
+    // non-roots, reduce's root): an operation then ends on a rank only once every peer
+    // started it, that is finished the one before, which keeps the two slots apart.
+    for (int q = 0; q < p.ranks; ++q) {
+      if (q == p.rank) continue;
+      Pack part = mine;
+      if (scatter) LoadPart<T>(part, p.in + q * p.piece + at, valid, p.aligned);
+      SendLL(static_cast<char*>(ncclGetLsaPointer(p.window, line(p.rank), q)), part, flag);
+    }
+    if (scatter) LoadPart<T>(mine, p.in + p.rank * p.piece + at, valid, p.aligned);
+    Pack got[kOneShotMaxRanks];
+#pragma unroll
+    for (int q = 0; q < kOneShotMaxRanks; ++q) {
+      if (q < p.ranks) {
+        if (q == p.rank) {
+          got[q] = mine;
+        } else if (!ReceiveLL(p.local + line(q), got[q], flag, p.abort)) {
+          return;
+        }
+      }
+    }
     switch (p.kind) {
       case OneShotKind::kAllReduce:
-        StorePart<T>(p.out + at, ReduceRanks<T, kOp>(p, mine, staged), valid, p.aligned);
+      case OneShotKind::kReduceScatter:
+        StorePart<T>(p.out + at, ReduceRanks<T, kOp>(p, got), valid, p.aligned);
         break;
       case OneShotKind::kReduce:
-        if (p.rank == p.root) {
-          StorePart<T>(p.out + at, ReduceRanks<T, kOp>(p, mine, staged), valid, p.aligned);
-        }
-        break;
-      case OneShotKind::kReduceScatter:
-        StorePart<T>(p.out + at, ReduceRanks<T, kOp>(p, mine, staged + p.rank * kOneShotChunkBytes),
-                     valid, p.aligned);
+        if (p.rank == p.root)
+          StorePart<T>(p.out + at, ReduceRanks<T, kOp>(p, got), valid, p.aligned);
         break;
       case OneShotKind::kBroadcast:
-        if (p.rank != p.root) {
-          Pack root;
-          root.vector =
-              __ldcg(static_cast<const uint4*>(ncclGetLsaPointer(p.window, staged, p.root)));
-          StorePart<T>(p.out + at, root, valid, p.aligned);
-        }
+        if (p.rank != p.root) StorePart<T>(p.out + at, got[p.root], valid, p.aligned);
         break;
       case OneShotKind::kAllGather:
         for (int q = 0; q < p.ranks; ++q) {
-          Pack part;
-          part.vector =
-              q == p.rank
-                  ? mine.vector
-                  : __ldcg(static_cast<const uint4*>(ncclGetLsaPointer(p.window, staged, q)));
-          StorePart<T>(p.out + q * p.piece + at, part, valid, p.aligned);
+          StorePart<T>(p.out + q * p.piece + at, got[q], valid, p.aligned);
         }
         break;
     }
@@ -339,7 +335,6 @@ absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
   p.piece = args.piece;
   p.slot_bytes = layout.slot_bytes();
   p.region_bytes = layout.region_bytes();
-  p.inbox = layout.inbox(0, 0);
   p.epochs = layout.epoch(0);
   p.kind = args.kind;
   p.rank = args.rank;

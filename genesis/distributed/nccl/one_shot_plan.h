@@ -2,24 +2,25 @@
 // serve and where they keep their state in the symmetric window of their communicator.
 // Plain C++, tested on the CPU.
 //
-// Every rank's kernel copies what its peers need into a staging slot of its window,
-// tells them so through their inboxes, waits for theirs, then reads the peers' slots
-// over NVLink: all of them reduced in rank order (all_reduce, reduce, reduce_scatter;
-// every rank computes the same bits), the root's (broadcast), or each one copied to its
-// place (all_gather). An operation's `piece` is what one rank contributes per rank it
-// serves: the buffer for all_reduce, reduce and broadcast, the input for all_gather,
-// the output for reduce_scatter. Thread block b handles bytes [b * kOneShotChunkBytes,
-// (b + 1) * kOneShotChunkBytes) of the piece and stages them (once per rank, for
-// reduce_scatter) in region b of the slot, which no other block touches, and keeps its
-// own count of the operations it took part in (its epoch): an operation writes slot
-// epoch % 2, so a block never overwrites a slot its peers may still read (they read
-// slot e % 2 of operation e before they arrive at operation e + 1, which this block
-// waits for before it writes that slot again in operation e + 2; and a peer arrives at
-// an operation only once its kernels before it have finished).
+// Every thread of a rank's kernel sends its 16 bytes of what the operation needs to
+// every peer's window, straight into the peer's memory over NVLink, in NCCL's LL format
+// (each 8 bytes pair 4 bytes of data with a flag, the operation's epoch + 1, and a
+// 16-byte store lands whole, so the reader needs no fence and no barrier: it polls its
+// own memory until the flags are there). It then reduces what every rank sent in rank
+// order (all_reduce, reduce, reduce_scatter; every rank computes the same bits), takes
+// the root's (broadcast) or puts each one in its place (all_gather). An operation's
+// `piece` is what one rank contributes per rank it serves: the buffer for all_reduce,
+// reduce and broadcast, the input for all_gather, the output for reduce_scatter.
+// Thread block b handles bytes [b * kOneShotChunkBytes, (b + 1) * kOneShotChunkBytes)
+// of the piece, and its lines from rank q land in region b of the slot at q's place.
+// Each block keeps its own count of the operations it took part in (its epoch), and
+// an operation uses slot epoch % 2. Every rank sends to every peer (also what the peer
+// will not use), so an operation ends on a rank only once every peer has started it,
+// that is finished the one before: a rank writes a peer's slot again two operations
+// later only after the peer is done reading it.
 //
-// The window: two slots of max_blocks() regions of `ranks` chunks each, then an inbox of
-// one 32-bit word per block and rank (written by that rank), then one epoch per block
-// (this rank's own).
+// The window: two slots of max_blocks() regions (a line pair per rank and thread), then
+// one epoch per block (this rank's own).
 #ifndef GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_PLAN_H_
 #define GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_PLAN_H_
 
@@ -65,7 +66,7 @@ class OneShotLayout {
   // The largest buffer of an operation it serves, a whole number of chunks.
   size_t max_bytes() const { return max_bytes_; }
   int ranks() const { return ranks_; }
-  // Blocks of the largest piece: one region, one inbox row and one epoch each.
+  // Blocks of the largest piece: one region and one epoch each.
   size_t max_blocks() const { return max_bytes_ / kOneShotChunkBytes; }
 
   // Whether an operation whose largest buffer (the output of all_gather, the input of
@@ -76,20 +77,15 @@ class OneShotLayout {
   static size_t Blocks(size_t piece_bytes) {
     return (piece_bytes + kOneShotChunkBytes - 1) / kOneShotChunkBytes;
   }
-  // Where a block's region starts within a slot: room for a chunk per rank.
+  // Where a block's region starts within a slot: two 16-byte lines per rank and thread
+  // (each carries 8 bytes of data).
   size_t region(size_t block) const { return block * region_bytes(); }
-  size_t region_bytes() const { return static_cast<size_t>(ranks_) * kOneShotChunkBytes; }
+  size_t region_bytes() const { return static_cast<size_t>(ranks_) * kOneShotThreads * 32; }
   // Where slot 0 or 1 starts.
   size_t slot(int which) const { return static_cast<size_t>(which) * slot_bytes(); }
   size_t slot_bytes() const { return max_blocks() * region_bytes(); }
-  // Where the inbox word of `block` written by rank `from` is.
-  size_t inbox(size_t block, int from) const {
-    return 2 * slot_bytes() + (block * ranks_ + from) * sizeof(uint32_t);
-  }
   // Where the epoch of `block` is.
-  size_t epoch(size_t block) const {
-    return 2 * slot_bytes() + (max_blocks() * ranks_ + block) * sizeof(uint32_t);
-  }
+  size_t epoch(size_t block) const { return 2 * slot_bytes() + block * sizeof(uint32_t); }
   // The window's size: NCCL's window alignment (4096 bytes) as a multiple.
   size_t bytes() const;
 

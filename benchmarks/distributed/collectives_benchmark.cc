@@ -563,10 +563,10 @@ absl::Status RunRank() {
   // communicators and, with registration, the split for registered operations).
   if (root) std::printf("# group created in %.1f ms\n", creation_ms);
   if (root && backend == distributed::Backend::kNccl) {
-    // Which all_reduces run genesis's one-shot kernel (GENESIS_NCCL_ONE_SHOT_BYTES).
+    // Which operations run genesis's one-shot kernel (GENESIS_NCCL_ONE_SHOT_BYTES).
     GENESIS_ASSIGN_OR_RETURN(distributed::nccl_backend::OneShotStats one_shot,
                              distributed::NcclOneShot(*group));
-    std::printf("# one-shot all_reduce %s\n", one_shot.ToString().c_str());
+    std::printf("# one-shot collectives %s\n", one_shot.ToString().c_str());
   }
   GENESIS_ASSIGN_OR_RETURN(uint64_t min_bytes, ParseByteSize(absl::GetFlag(FLAGS_min_bytes)));
   GENESIS_ASSIGN_OR_RETURN(uint64_t max_bytes, ParseByteSize(absl::GetFlag(FLAGS_max_bytes)));

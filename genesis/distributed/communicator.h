@@ -30,9 +30,11 @@ struct CUstream_st;
 
 namespace genesis::distributed {
 
-// All_reduces of up to this many bytes take NCCL groups' one-shot path by default
-// (GroupInfo::nccl_one_shot_bytes).
-inline constexpr size_t kDefaultNcclOneShotBytes = size_t{256} << 10;
+// Operations whose largest buffer has up to this many bytes take NCCL groups' one-shot
+// path by default (GroupInfo::nccl_one_shot_bytes). On two H200s it was faster than
+// NCCL for every operation up to 128 KiB and even at 256 KiB; at more ranks it sends
+// more (each rank to each peer), so the default stays below (docs/distributed.md).
+inline constexpr size_t kDefaultNcclOneShotBytes = size_t{64} << 10;
 
 // Who a communicator is, for error messages and reports.
 struct GroupInfo {
@@ -53,8 +55,9 @@ struct GroupInfo {
   // id: one ncclCommInitRank per rank and nothing more (no blocking copy made by
   // ncclCommSplit, which the other client would never join).
   bool nccl_interop = false;
-  // NCCL only: all_reduces of up to this many bytes run genesis's one-shot kernel over a
-  // symmetric window instead of NCCL's all_reduce (nccl/nccl_communicator.h); 0: none.
+  // NCCL only: all_reduce, reduce, broadcast, all_gather and reduce_scatter whose
+  // largest buffer has up to this many bytes run genesis's one-shot kernel over a
+  // symmetric window instead of NCCL's (nccl/nccl_communicator.h); 0: none.
   size_t nccl_one_shot_bytes = kDefaultNcclOneShotBytes;
 
   // "gloo group 'world' (rank 1 of 4)".

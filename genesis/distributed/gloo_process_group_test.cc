@@ -604,7 +604,25 @@ TEST(GlooGroupTest, EnvironmentErrorsNameTheVariable) {
   }
 }
 
-// The one-shot all_reduce's counters are an NCCL group's.
+// A one-shot size beyond the limit is refused before anything connects.
+TEST(GlooGroupTest, NcclOneShotSizeBeyondItsLimitIsRefusedFirst) {
+  LaunchEnv env;
+  env.rank = 0;
+  env.world_size = 2;
+  env.local_world_size = 2;
+  env.master_addr = "127.0.0.1";
+  env.master_port = 29500;
+  auto none = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+  GroupOptions options;
+  options.nccl_one_shot_bytes = (size_t{4} << 20) + 1;
+  absl::Status status = ProcessGroupFromEnvironment(Backend::kNccl, env, none, options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(
+      absl::StrContains(status.message(), "nccl_one_shot_bytes = 4194305 (at most 4194304)"))
+      << status;
+}
+
+// The one-shot collectives' counters are an NCCL group's.
 TEST(GlooGroupTest, OneShotStatsAreNcclOnly) {
   const std::string dir = testing::FreshDirectory("gloo-one-shot");
   auto store = Store::File(dir);

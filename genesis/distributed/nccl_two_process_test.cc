@@ -51,13 +51,17 @@ absl::Duration Scaled(absl::Duration d) {
   return d;
 }
 
+// The one-shot tests' nccl_one_shot_bytes: above the default, so that they also cover
+// sizes a group may ask for.
+constexpr size_t kOneShotTestBytes = size_t{256} << 10;
+
 // Runs body(group) on 2 ranks of a fresh NCCL group (rank r on cuda:r) whose timeout is
 // Scaled(timeout); `blocking`: GroupOptions::nccl_blocking; `registration`:
-// GroupOptions::nccl_registration.
+// GroupOptions::nccl_registration; `one_shot_bytes`: GroupOptions::nccl_one_shot_bytes.
 std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>& body,
-                                 absl::Duration timeout = absl::Seconds(60),
-                                 bool blocking = true,
-                                 NcclRegistration registration = NcclRegistration::kAuto) {
+                                 absl::Duration timeout = absl::Seconds(60), bool blocking = true,
+                                 NcclRegistration registration = NcclRegistration::kAuto,
+                                 size_t one_shot_bytes = kDefaultNcclOneShotBytes) {
   const std::string dir = testing::FreshDirectory("nccl-store");
   return testing::RunRanks(2, Scaled(absl::Seconds(180)), [&](int rank) -> std::string {
     if (cuda::DeviceCount() < 2) {
@@ -69,10 +73,17 @@ std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>
     options.timeout = Scaled(timeout);
     options.nccl_blocking = blocking;
     options.nccl_registration = registration;
+    options.nccl_one_shot_bytes = one_shot_bytes;
     auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
     if (!group.ok()) return std::string(group.status().ToString());
     return body(**group);
   });
+}
+
+// RunNccl with one-shot operations up to kOneShotTestBytes.
+std::vector<RankOutcome> RunNcclOneShot(const std::function<std::string(ProcessGroup&)>& body) {
+  return RunNccl(body, absl::Seconds(60), /*blocking=*/true, NcclRegistration::kAuto,
+                 kOneShotTestBytes);
 }
 
 void ExpectAllOk(const std::vector<RankOutcome>& outcomes) {
@@ -479,12 +490,12 @@ TEST(NcclTwoProcessTest, LargeAllGatherInASymmetricWindowIsNotStaged) {
 // limit, in views that start off 16 bytes, with known results; messages one element
 // over the limit run NCCL's all_reduce.
 TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignment) {
-  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+  ExpectAllOk(RunNcclOneShot([](ProcessGroup& group) -> std::string {
     const int r = group.rank();
     const int n = group.size();
     const Device gpu = group.device();
     GENESIS_ASSIGN_OR_TEXT(before, NcclOneShot(group));
-    if (!before.enabled || before.max_bytes != kDefaultNcclOneShotBytes) {
+    if (!before.enabled || before.max_bytes != kOneShotTestBytes) {
       return absl::StrCat("one-shot all_reduce ", before.ToString());
     }
     int64_t expected_operations = before.operations;
@@ -535,7 +546,7 @@ TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignment) {
 // storage with values of its own (a slot read too early or too late shows), then the
 // same captured into a CUDA graph and replayed.
 TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
-  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+  ExpectAllOk(RunNcclOneShot([](ProcessGroup& group) -> std::string {
     const int r = group.rank();
     const Device gpu = group.device();
     GENESIS_ASSIGN_OR_TEXT(a, cuda::Stream::Create(gpu.index()));
@@ -607,7 +618,7 @@ TEST(NcclTwoProcessTest, RanksWithDifferentOneShotSizesAreRefused) {
     if (!store.ok()) return std::string(store.status().ToString());
     GroupOptions options;
     options.timeout = Scaled(absl::Seconds(60));
-    options.nccl_one_shot_bytes = rank == 0 ? kDefaultNcclOneShotBytes : 0;
+    options.nccl_one_shot_bytes = rank == 0 ? kOneShotTestBytes : 0;
     auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
     if (group.ok()) return std::string("made a group whose ranks disagree");
     if (group.status().code() != absl::StatusCode::kInvalidArgument ||

@@ -276,7 +276,15 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroupFromEnvironment(
     Backend backend, const LaunchEnv& env, const EnvLookup& lookup,
     const GroupOptions& given) {
   GENESIS_ASSIGN_OR_RETURN(GroupOptions options, WithEnvironment(given, lookup));
-  if (backend == Backend::kNccl) return NcclWorld(env, lookup, options);
+  if (backend == Backend::kNccl) {
+    // Refused before anything connects (ConnectNccl would, after the rendezvous).
+    if (options.nccl_one_shot_bytes > nccl_backend::kOneShotMaxBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("nccl_one_shot_bytes = ", options.nccl_one_shot_bytes, " (at most ",
+                       nccl_backend::kOneShotMaxBytes, ")"));
+    }
+    return NcclWorld(env, lookup, options);
+  }
   return GlooWorld(env, lookup, std::move(options));
 }
 

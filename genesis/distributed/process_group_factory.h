@@ -22,9 +22,9 @@
 //    with the same key left, and the last to destroy its world group removes it.
 // GENESIS_DISTRIBUTED_TIMEOUT (seconds) overrides GroupOptions::timeout,
 // GENESIS_NCCL_BLOCKING=0|1 nccl_blocking, GENESIS_NCCL_REGISTER=0|1|auto
-// nccl_registration and GENESIS_NCCL_ONE_SHOT_BYTES nccl_one_shot_bytes. A group that cannot form
-// fails on every rank within the timeout, naming what it waited for (the ranks missing from the
-// store, or the NCCL bootstrap root's address).
+// nccl_registration and GENESIS_NCCL_ONE_SHOT_BYTES nccl_one_shot_bytes. A group that
+// cannot form fails on every rank within the timeout, naming what it waited for (the
+// ranks missing from the store, or the NCCL bootstrap root's address).
 //
 // An engine that has its own channel (or runs beside PyTorch) makes the NCCL id itself
 // (NewNcclUniqueId on rank 0), hands the bytes to every rank, and calls
@@ -76,12 +76,15 @@ struct GroupOptions {
   // version (NCCL refuses a mismatch at once); `genesis info` shows which NCCL this
   // process loaded.
   bool nccl_interop = false;
-  // NCCL: all_reduces of up to this many bytes (at most 4 MiB) run genesis's one-shot
-  // kernel, where the group's GPUs reach each other's memory (one node, NVLink or PCIe
-  // peer access, NCCL 2.28's symmetric memory, 2 to 8 ranks): each rank reads every
-  // peer's buffer directly, in a few microseconds where NCCL's call alone takes about
-  // ten (nccl/nccl_communicator.h). 0: NCCL runs every all_reduce. Every rank must
-  // choose the same. GENESIS_NCCL_ONE_SHOT_BYTES=<bytes> sets it from the environment.
+  // NCCL: all_reduce, reduce, broadcast, all_gather and reduce_scatter whose largest
+  // buffer has up to this many bytes (at most 4 MiB) run genesis's one-shot kernel
+  // where the group's GPUs reach each other's memory (one node, NVLink or PCIe peer
+  // access, NCCL 2.28's symmetric memory, 2 to 8 ranks, operations on the blocking
+  // communicator): each rank writes its part straight into every peer's memory, one
+  // kernel launch where NCCL's call alone takes about ten microseconds on the host
+  // (nccl/nccl_communicator.h). 0: NCCL runs every operation. Every rank must choose
+  // the same (ranks that differ are refused when the group is made).
+  // GENESIS_NCCL_ONE_SHOT_BYTES=<bytes> sets it from the environment.
   size_t nccl_one_shot_bytes = kDefaultNcclOneShotBytes;
   // Gloo: the address this rank listens on. Empty: 127.0.0.1 when every rank is on
   // one host (or for explicit groups), else this host's name.
@@ -112,8 +115,8 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> CreateNcclGroup(
 // build without NCCL.
 absl::StatusOr<nccl_backend::RegistrationStats> NcclBufferRegistration(ProcessGroup& group);
 
-// What an NCCL group's one-shot all_reduce does: whether it is on, up to which size,
-// how many operations it ran, or why it is off (nccl/one_shot_plan.h's OneShotStats).
+// What an NCCL group's one-shot collectives do: whether they are on, up to which size,
+// how many operations they ran, or why they are off (nccl/one_shot_plan.h's OneShotStats).
 // InvalidArgument for a Gloo group; FailedPrecondition in a build without NCCL.
 absl::StatusOr<nccl_backend::OneShotStats> NcclOneShot(ProcessGroup& group);
 

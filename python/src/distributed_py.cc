@@ -140,19 +140,25 @@ void RegisterDistributed(py::module_& m) {
   d.def(
       "init_process_group",
       [](const std::string& backend, double timeout, const std::string& name, bool nccl_interop,
-         const std::string& nccl_registration) {
+         const std::string& nccl_registration, size_t nccl_one_shot_bytes) {
         distributed::GroupOptions options;
         options.name = name;
         options.timeout = absl::Seconds(timeout);
         options.nccl_interop = nccl_interop;
         options.nccl_registration =
             Unwrap(distributed::ParseNcclRegistration(nccl_registration));
+        if (nccl_one_shot_bytes > distributed::nccl_backend::kOneShotMaxBytes) {
+          ThrowValueError(absl::StrCat("nccl_one_shot_bytes = ", nccl_one_shot_bytes, " (at most ",
+                                       distributed::nccl_backend::kOneShotMaxBytes, ")"));
+        }
+        options.nccl_one_shot_bytes = nccl_one_shot_bytes;
         const distributed::Backend b = ToBackend(backend);
         return WithoutGil([&] { return distributed::ProcessGroupFromEnvironment(b, options); });
       },
       py::arg("backend") = "gloo", py::kw_only(), py::arg("timeout") = 600.0,
       py::arg("name") = "world", py::arg("nccl_interop") = false,
       py::arg("nccl_registration") = "auto",
+      py::arg("nccl_one_shot_bytes") = distributed::kDefaultNcclOneShotBytes,
       "The group of every rank of the job, from the launcher's variables (torchrun's RANK, "
       "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; Slurm's; Open MPI's): a missing or "
       "contradicting variable raises ValueError naming it, a group that does not form "
@@ -162,7 +168,11 @@ void RegisterDistributed(py::module_& m) {
       "64 MiB, where "
       "that was measured faster), 'on' (every operation) or 'off'; "
       "every rank must pass the same, GENESIS_NCCL_REGISTER overrides it, and another word "
-      "raises ValueError.");
+      "raises ValueError. `nccl_one_shot_bytes`: all_reduce, reduce, broadcast, all_gather "
+      "and reduce_scatter whose largest buffer has up to this many bytes (at most 4 MiB, "
+      "else ValueError) run genesis's one-shot kernel where the GPUs reach each other's "
+      "memory (one node), 0 for none; every rank must pass the same, "
+      "GENESIS_NCCL_ONE_SHOT_BYTES overrides it.");
 }
 
 }  // namespace genesis::python

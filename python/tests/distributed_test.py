@@ -113,6 +113,11 @@ class DistributedTest(unittest.TestCase):
                 ValueError, "NCCL buffer registration 'yes' is not 0, 1, off, on or auto"):
             genesis.distributed.init_process_group("nccl", nccl_registration="yes")
 
+    def test_nccl_one_shot_size_is_checked_first(self):
+        with self.assertRaisesRegex(ValueError,
+                                    r"nccl_one_shot_bytes = 4194305 \(at most 4194304\)"):
+            genesis.distributed.init_process_group("nccl", nccl_one_shot_bytes=4194305)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1217,7 +1217,7 @@ class NcclCommunicator final : public Communicator {
       if (c == nullptr || comm_->comm == nullptr) {
         issued = comm_->health.Check();
       } else if constexpr (std::is_same_v<decltype(call(c)), absl::Status>) {
-        issued = call(c);  // A kernel of genesis's own (the one-shot all_reduce).
+        issued = call(c);  // A kernel of genesis's own (one-shot collectives).
       } else {
         const ncclResult_t result = call(c);
         if (result != ncclSuccess) issued = comm_->Issued(c, result, description());

@@ -1,12 +1,13 @@
-// The one-shot all_reduce kernel on one GPU, without NCCL: N ranks in one process, each
-// with its own window, the windows mapped 4 GiB apart in one reserved range as NCCL maps
-// a window's ranks (rank r's bytes at lsaFlatBase + r * stride4G * 4 GiB), and each
+// The one-shot collectives' kernel on one GPU, without NCCL: N ranks in one process,
+// each with its own window, the windows mapped 4 GiB apart in one reserved range as NCCL
+// maps a window's ranks (rank r's bytes at lsaFlatBase + r * stride4G * 4 GiB), and each
 // rank's kernels on a stream of its own, running at once. Known results for every dtype
-// and reduction at sizes around the chunks and the limit, in views off 16 bytes; many
-// operations in flight (each slot used again); CUDA graphs replayed; a kernel whose
-// peer never comes stops when told to; sizes and reductions it does not serve are
-// refused. A watchdog thread sets the abort flag if a test outlasts its time, so a
-// broken barrier fails a test instead of hanging it. Skips without a GPU.
+// and reduction of all_reduce, and for broadcast, reduce, all_gather and reduce_scatter,
+// at sizes around the chunks and the limit, in views off 16 bytes; many operations in
+// flight (each slot used again); CUDA graphs replayed; a kernel whose peers never send
+// stops when told to; what it does not serve is refused. A watchdog thread sets the
+// abort flag if a test outlasts its time, so a rank whose peers' lines never come fails
+// a test instead of hanging it. Skips without a GPU.
 #include "genesis/distributed/nccl/one_shot_kernel.h"
 
 #include <cuda.h>

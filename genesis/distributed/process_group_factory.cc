@@ -269,6 +269,12 @@ absl::StatusOr<nccl_backend::RegistrationStats> NcclBufferRegistration(ProcessGr
 }
 
 absl::StatusOr<nccl_backend::OneShotStats> NcclOneShot(ProcessGroup& group) {
+  const GroupInfo& info = group.communicator().info();
+  if (info.backend != "nccl") {
+    // The same answer in a build without NCCL.
+    return absl::InvalidArgumentError(
+        absl::StrCat("one-shot collectives are NCCL's: ", info.Describe(), " is not NCCL"));
+  }
   return nccl_backend::OneShot(group.communicator());
 }
 

@@ -1089,9 +1089,9 @@ class NcclCommunicator final : public Communicator {
 
   // This rank's part of setting up the one-shot paths in `memory`: NCCL's window must be
   // one its kernels reach every rank through (its lsa rank is its rank), the window
-  // zeroed (the epochs and the lines' flags start at 0; the ranks' agreement after it orders
-  // every rank's zeroing before any peer's first flag), an abort flag and the event
-  // that orders operations across streams.
+  // zeroed (the epochs and the lines' flags start at 0; the ranks' agreement after it
+  // orders every rank's zeroing before any peer's first line), an abort flag and the
+  // event that orders operations across streams.
   absl::Status SetUpOneShotMemory(const NcclSymmetricMemory& memory, const OneShotLayout& layout) {
     Comm::OneShotState& o = comm_->one_shot;
     GENESIS_ASSIGN_OR_RETURN(WindowRanks ranks, ReadWindowRanks(memory.window));

@@ -239,8 +239,9 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
         StorePart<T>(p.out + at, ReduceRanks<T, kOp>(p, got), valid, p.aligned);
         break;
       case OneShotKind::kReduce:
-        if (p.rank == p.root)
+        if (p.rank == p.root) {
           StorePart<T>(p.out + at, ReduceRanks<T, kOp>(p, got), valid, p.aligned);
+        }
         break;
       case OneShotKind::kBroadcast:
         if (p.rank != p.root) StorePart<T>(p.out + at, got[p.root], valid, p.aligned);

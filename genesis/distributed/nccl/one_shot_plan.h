@@ -42,7 +42,8 @@ inline constexpr size_t kOneShotChunkBytes = size_t{kOneShotThreads} * 16;
 // The most ranks a kernel serves (the GPUs of one NVLink domain of a node).
 inline constexpr int kOneShotMaxRanks = 8;
 // The most a group may ask for (GroupInfo::nccl_one_shot_bytes): beyond it every rank
-// reads (ranks - 1) times the message over NVLink, where NCCL's ring reads it once.
+// would send its part to every peer in lines that are half flags, where NCCL's ring
+// sends it once.
 inline constexpr size_t kOneShotMaxBytes = size_t{4} << 20;
 
 enum class OneShotKind { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter };

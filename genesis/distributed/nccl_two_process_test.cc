@@ -1,8 +1,8 @@
 // NCCL groups across two processes forked by the test, one GPU each: every operation
 // with known results (batches of messages also by their descriptions), a sub-group, the
 // one-shot all_reduce (sizes, alignments, streams, graphs, ranks that disagree), and
-// a peer that dies mid-run. Needs 2 GPUs; skips otherwise. The parent never touches CUDA
-// (a forked child could not use it then).
+// a peer that dies mid-run. Needs 2 GPUs (one test 4); skips otherwise. The parent never
+// touches CUDA (a forked child could not use it then).
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,17 +55,18 @@ absl::Duration Scaled(absl::Duration d) {
 // sizes a group may ask for.
 constexpr size_t kOneShotTestBytes = size_t{256} << 10;
 
-// Runs body(group) on 2 ranks of a fresh NCCL group (rank r on cuda:r) whose timeout is
-// Scaled(timeout); `blocking`: GroupOptions::nccl_blocking; `registration`:
+// Runs body(group) on `ranks` ranks of a fresh NCCL group (rank r on cuda:r) whose
+// timeout is Scaled(timeout); `blocking`: GroupOptions::nccl_blocking; `registration`:
 // GroupOptions::nccl_registration; `one_shot_bytes`: GroupOptions::nccl_one_shot_bytes.
 std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>& body,
                                  absl::Duration timeout = absl::Seconds(60), bool blocking = true,
                                  NcclRegistration registration = NcclRegistration::kAuto,
-                                 size_t one_shot_bytes = kDefaultNcclOneShotBytes) {
+                                 size_t one_shot_bytes = kDefaultNcclOneShotBytes, int ranks = 2) {
   const std::string dir = testing::FreshDirectory("nccl-store");
-  return testing::RunRanks(2, Scaled(absl::Seconds(180)), [&](int rank) -> std::string {
-    if (cuda::DeviceCount() < 2) {
-      return absl::StrCat(kSkip, "needs 2 CUDA devices, ", cuda::DeviceCount(), " visible");
+  return testing::RunRanks(ranks, Scaled(absl::Seconds(180)), [&](int rank) -> std::string {
+    if (cuda::DeviceCount() < ranks) {
+      return absl::StrCat(kSkip, "needs ", ranks, " CUDA devices, ", cuda::DeviceCount(),
+                          " visible");
     }
     auto store = Store::File(dir);
     if (!store.ok()) return std::string(store.status().ToString());
@@ -74,7 +75,7 @@ std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>
     options.nccl_blocking = blocking;
     options.nccl_registration = registration;
     options.nccl_one_shot_bytes = one_shot_bytes;
-    auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
+    auto group = CreateNcclGroup(rank, ranks, Device::Cuda(rank), **store, options);
     if (!group.ok()) return std::string(group.status().ToString());
     return body(**group);
   });
@@ -489,57 +490,65 @@ TEST(NcclTwoProcessTest, LargeAllGatherInASymmetricWindowIsNotStaged) {
 // The one-shot all_reduce: every dtype and reduction at sizes around its chunks and its
 // limit, in views that start off 16 bytes, with known results; messages one element
 // over the limit run NCCL's all_reduce.
-TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignment) {
-  ExpectAllOk(RunNcclOneShot([](ProcessGroup& group) -> std::string {
-    const int r = group.rank();
-    const int n = group.size();
-    const Device gpu = group.device();
-    GENESIS_ASSIGN_OR_TEXT(before, NcclOneShot(group));
-    if (!before.enabled || before.max_bytes != kOneShotTestBytes) {
-      return absl::StrCat("one-shot all_reduce ", before.ToString());
-    }
-    int64_t expected_operations = before.operations;
-    for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64, DType::kFloat16,
-                        DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
-      const int64_t item = static_cast<int64_t>(ItemSize(dtype));
-      const int64_t limit = static_cast<int64_t>(before.max_bytes) / item;
-      const int64_t chunk = 8192 / item;
-      for (int64_t count :
-           {int64_t{1}, int64_t{3}, chunk - 1, chunk + 1, 3 * chunk + 5, limit, limit + 1}) {
-        for (int64_t offset : {int64_t{0}, int64_t{1}}) {
-          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kAvg}) {
-            if (!CheckReduction(op, dtype).ok()) continue;
-            // The element before the view (offset 1) holds 1, which it must keep.
-            const auto value = [&](int64_t i) {
-              return i < offset ? 1.0 : Contribution(op, r, i - offset);
-            };
-            GENESIS_ASSIGN_OR_TEXT(whole, Filled(count + offset, dtype, value, gpu));
-            GENESIS_ASSIGN_OR_TEXT(view, whole.Slice(0, offset, offset + count));
-            GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(view, op));
-            GENESIS_RETURN_IF_BAD(w.Wait());
-            const std::string what =
-                absl::StrCat(ToAbsl(DTypeName(dtype)), " ", ToAbsl(ReduceOpName(op)), " of ", count,
-                             " at +", offset);
+std::string OneShotAtEverySizeAndAlignment(ProcessGroup& group) {
+  const int r = group.rank();
+  const int n = group.size();
+  const Device gpu = group.device();
+  GENESIS_ASSIGN_OR_TEXT(before, NcclOneShot(group));
+  if (!before.enabled || before.max_bytes != kOneShotTestBytes) {
+    return absl::StrCat("one-shot all_reduce ", before.ToString());
+  }
+  int64_t expected_operations = before.operations;
+  for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64, DType::kFloat16,
+                      DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    const int64_t item = static_cast<int64_t>(ItemSize(dtype));
+    const int64_t limit = static_cast<int64_t>(before.max_bytes) / item;
+    const int64_t chunk = 8192 / item;
+    for (int64_t count :
+         {int64_t{1}, int64_t{3}, chunk - 1, chunk + 1, 3 * chunk + 5, limit, limit + 1}) {
+      for (int64_t offset : {int64_t{0}, int64_t{1}}) {
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kAvg}) {
+          if (!CheckReduction(op, dtype).ok()) continue;
+          // The element before the view (offset 1) holds 1, which it must keep.
+          const auto value = [&](int64_t i) {
+            return i < offset ? 1.0 : Contribution(op, r, i - offset);
+          };
+          GENESIS_ASSIGN_OR_TEXT(whole, Filled(count + offset, dtype, value, gpu));
+          GENESIS_ASSIGN_OR_TEXT(view, whole.Slice(0, offset, offset + count));
+          GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(view, op));
+          GENESIS_RETURN_IF_BAD(w.Wait());
+          const std::string what =
+              absl::StrCat(ToAbsl(DTypeName(dtype)), " ", ToAbsl(ReduceOpName(op)), " of ", count,
+                           " at +", offset);
+          GENESIS_RETURN_IF_TEXT(Check(
+              view, [&](int64_t i) { return Expected(op, dtype, n, i); }, what));
+          if (offset == 1) {
+            // The element before the view keeps its 1.
+            GENESIS_ASSIGN_OR_TEXT(head, whole.Slice(0, 0, 1));
             GENESIS_RETURN_IF_TEXT(Check(
-                view, [&](int64_t i) { return Expected(op, dtype, n, i); }, what));
-            if (offset == 1) {
-              // The element before the view keeps its 1.
-              GENESIS_ASSIGN_OR_TEXT(head, whole.Slice(0, 0, 1));
-              GENESIS_RETURN_IF_TEXT(Check(
-                  head, [](int64_t) { return 1; }, what + ", element before"));
-            }
-            if (count <= limit) ++expected_operations;
+                head, [](int64_t) { return 1; }, what + ", element before"));
           }
+          if (count <= limit) ++expected_operations;
         }
       }
     }
-    GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
-    if (after.operations != expected_operations) {
-      return absl::StrCat("one-shot all_reduce ", after.ToString(), ", expected ",
-                          expected_operations, " operations");
-    }
-    return std::string();
-  }));
+  }
+  GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
+  if (after.operations != expected_operations) {
+    return absl::StrCat("one-shot all_reduce ", after.ToString(), ", expected ",
+                        expected_operations, " operations");
+  }
+  return std::string();
+}
+
+TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignment) {
+  ExpectAllOk(RunNcclOneShot(OneShotAtEverySizeAndAlignment));
+}
+
+// The same among four processes on four GPUs (skips on fewer).
+TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignmentOnFourRanks) {
+  ExpectAllOk(RunNccl(OneShotAtEverySizeAndAlignment, absl::Seconds(60), /*blocking=*/true,
+                      NcclRegistration::kAuto, kOneShotTestBytes, /*ranks=*/4));
 }
 
 // Many one-shot all_reduces in flight at once on two streams in turn, each on its own

@@ -571,10 +571,10 @@ struct Comm {
   OneShotState one_shot;
 
   // Queues the one-shot operation `args` (kind, buffers, piece, dtype, reduction,
-  // root) on `stream`, after the last one if that was on another stream. Needs `mu`.
-  absl::Status LaunchOneShotLocked(OneShotArgs args, CUstream_st* stream) {
+  // root) on `stream` (`captured`: whether it is being captured), after the last one if
+  // that was on another stream. Needs `mu`.
+  absl::Status LaunchOneShotLocked(OneShotArgs args, CUstream_st* stream, bool captured) {
     OneShotState& o = one_shot;
-    const bool captured = cuda::IsCapturing(stream);
     if (!captured && o.last_stream != stream) {
       if (o.last_stream != nullptr) {
         GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, o.ordered, 0));
@@ -1153,8 +1153,9 @@ class NcclCommunicator final : public Communicator {
     args.op = op.value_or(ReduceOp::kSum);
     args.root = root;
     Operand x[] = {{in, true, false, false}, {out, false, true, false}};
-    return Issue(std::move(what), in.stream, x,
-                 [&](ncclComm_t) { return comm_->LaunchOneShotLocked(args, in.stream); });
+    return Issue(std::move(what), in.stream, x, [&](ncclComm_t, bool captured) {
+      return comm_->LaunchOneShotLocked(args, in.stream, captured);
+    });
   }
 
   // Issues `call` on the communicator (under its lock, on its device) and returns a
@@ -1216,8 +1217,10 @@ class NcclCommunicator final : public Communicator {
       ncclComm_t c = registered ? comm_->reg_comm : comm_->comm;
       if (c == nullptr || comm_->comm == nullptr) {
         issued = comm_->health.Check();
-      } else if constexpr (std::is_same_v<decltype(call(c)), absl::Status>) {
-        issued = call(c);  // A kernel of genesis's own (one-shot collectives).
+      } else if constexpr (std::is_invocable_v<Call&, ncclComm_t, bool>) {
+        // A kernel of genesis's own (one-shot collectives), told whether it is captured
+        // (checked once per operation, above).
+        issued = call(c, captured);
       } else {
         const ncclResult_t result = call(c);
         if (result != ncclSuccess) issued = comm_->Issued(c, result, description());

@@ -99,7 +99,7 @@ std::string EveryOperation(ProcessGroup& group) {
     const int n = group.size();
     const Device gpu = group.device();
     // The all_reduces below (4099 elements) take the one-shot path, and so do the
-    // all_gather, reduce_scatter, broadcast and reduce.
+    // all_gather, reduce_scatter, all_to_all, broadcast and reduce.
     GENESIS_ASSIGN_OR_TEXT(one_shot, NcclOneShot(group));
     if (!one_shot.enabled) return absl::StrCat("one-shot all_reduce ", one_shot.ToString());
     int64_t one_shot_operations = one_shot.operations;
@@ -142,10 +142,11 @@ std::string EveryOperation(ProcessGroup& group) {
     GENESIS_ASSIGN_OR_TEXT(rw, group.Reduce(red, 0, ReduceOp::kSum));
     GENESIS_RETURN_IF_BAD(rw.Wait());
     GENESIS_RETURN_IF_TEXT(Check(red, [&](int64_t i) { return r == 0 ? 1 + 2 * i : 1 + i; }, "reduce"));
-    // All_gather, reduce_scatter, broadcast and reduce took the one-shot path too.
+    // All_gather, reduce_scatter, all_to_all, broadcast and reduce took the one-shot path
+    // too.
     GENESIS_ASSIGN_OR_TEXT(kinds, NcclOneShot(group));
-    if (kinds.operations != one_shot_operations + 4) {
-      return absl::StrCat("one-shot ", kinds.ToString(), ", expected ", one_shot_operations + 4,
+    if (kinds.operations != one_shot_operations + 5) {
+      return absl::StrCat("one-shot ", kinds.ToString(), ", expected ", one_shot_operations + 5,
                           " operations");
     }
     // Point to point, both directions in one batch.

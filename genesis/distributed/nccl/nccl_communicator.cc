@@ -777,6 +777,10 @@ class NcclCommunicator final : public Communicator {
   absl::StatusOr<Work> AllToAll(const Buffer& in, const Buffer& out) override {
     const int n = comm_->info.size;
     const size_t chunk = in.bytes() / n;
+    if (comm_->one_shot.Serves(in.bytes(), in.dtype, std::nullopt)) {
+      return IssueOneShot(OpSummary("all_to_all", in), OneShotKind::kAllToAll, in, out, chunk,
+                          std::nullopt);
+    }
     // Every rank's input has the same size: chunk bytes to and from each peer.
     const bool reg = comm_->RunsRegistered(NcclOperation::kAllToAll, in.bytes());
     Operand x[] = {{in, true, false, reg}, {out, false, true, reg}};

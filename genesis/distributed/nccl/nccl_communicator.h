@@ -56,9 +56,9 @@
 // a newly registered piece costs NCCL tens of milliseconds, later ones microseconds.
 //
 // One-shot collectives (GroupInfo::nccl_one_shot_bytes, one_shot_plan.h): an
-// all_reduce, reduce, broadcast, all_gather or reduce_scatter whose largest buffer has
-// up to that many bytes (of a dtype and reduction NCCL has) runs a kernel of genesis's
-// own instead of NCCL's. Each thread writes its part straight into every peer's copy
+// all_reduce, reduce, broadcast, all_gather, reduce_scatter or all_to_all whose largest
+// buffer has up to that many bytes (of a dtype and reduction NCCL has) runs a kernel of
+// genesis's own instead of NCCL's. Each thread writes its part straight into every peer's copy
 // of a symmetric window of the group (ncclMemAlloc, ncclCommWindowRegister; made when
 // the group is made) over NVLink, in NCCL's LL format (a flag beside every 4 bytes of
 // data), and polls its own copy for the peers' parts; reductions run in rank order, so

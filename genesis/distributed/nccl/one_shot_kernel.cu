@@ -185,9 +185,9 @@ __device__ bool ReceiveLL(const char* from, Pack& v, uint32_t flag, const volati
   return true;
 }
 
-// One block: each thread sends its 16 bytes of the piece (reduce_scatter: of each
-// rank's part) to every peer's window, receives every peer's, and writes what the
-// operation makes of them.
+// One block: each thread sends its 16 bytes of the piece (reduce_scatter, all_to_all:
+// of the peer's part) to every peer's window, receives every peer's, and writes what
+// the operation makes of them.
 template <typename T, ReduceOp kOp>
 __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   __shared__ uint32_t epoch_of_block;
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
     const auto line = [&](int q) {
       return region + (static_cast<size_t>(q) * kOneShotThreads + t) * 32;
     };
-    const bool scatter = p.kind == OneShotKind::kReduceScatter;
+    const bool scatter = OneShotScatters(p.kind);
     Pack mine = {};
     if (!scatter && (p.kind != OneShotKind::kBroadcast || p.rank == p.root)) {
       LoadPart<T>(mine, p.in + at, valid, p.aligned);
@@ -247,6 +247,7 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
         if (p.rank != p.root) StorePart<T>(p.out + at, got[p.root], valid, p.aligned);
         break;
       case OneShotKind::kAllGather:
+      case OneShotKind::kAllToAll:
         for (int q = 0; q < p.ranks; ++q) {
           StorePart<T>(p.out + q * p.piece + at, got[q], valid, p.aligned);
         }
@@ -314,8 +315,7 @@ bool LaunchFor(DType dtype, ReduceOp op, const Params& p, unsigned blocks, cudaS
 
 absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
   const OneShotLayout& layout = *args.layout;
-  const bool spread =
-      args.kind == OneShotKind::kAllGather || args.kind == OneShotKind::kReduceScatter;
+  const bool spread = OneShotScatters(args.kind) || OneShotGathers(args.kind);
   const size_t largest = spread ? args.piece * layout.ranks() : args.piece;
   if (args.piece == 0 || !layout.Serves(largest)) {
     return absl::InvalidArgumentError(absl::StrCat("one-shot ", ToAbsl(OneShotKindName(args.kind)),

@@ -26,9 +26,11 @@ struct OneShotArgs {
   // is nonzero (the group failed), leaving `out` undefined.
   const volatile int* abort = nullptr;
   // `kind` on `piece` bytes of `dtype` (one_shot_plan.h): `in` holds ranks x piece
-  // bytes for reduce_scatter, `out` for all_gather, and both hold `piece` bytes for the
-  // others (and may be the same buffer; `out` may be a part of `in` or `in` of `out`).
-  // Any alignment of the element type. `root`: reduce's and broadcast's.
+  // bytes for reduce_scatter, `out` for all_gather, both for all_to_all, and both hold
+  // `piece` bytes for the others. They may be the same buffer, and `out` may be a part
+  // of `in` or `in` of `out` where each thread's bytes stay its own (the rank's part of
+  // reduce_scatter's input or all_gather's output). Any alignment of the element type.
+  // `root`: reduce's and broadcast's.
   OneShotKind kind = OneShotKind::kAllReduce;
   const void* in = nullptr;
   void* out = nullptr;

@@ -144,13 +144,15 @@ class FakeWindows {
   }
 
   // Rank `rank`'s arguments for `kind` from `in` into `out`, whose piece is the smaller
-  // of the two (either, for the kinds that keep one buffer).
+  // of the two (either, for the kinds that keep one buffer; a rank's share of either,
+  // for all_to_all).
   OneShotArgs Args(int rank, OneShotKind kind, const Storage& in, const Storage& out, ReduceOp op,
                    int root) const {
     OneShotArgs args = Args(rank, in, op);
     args.kind = kind;
     args.out = out.data_ptr();
     args.piece = static_cast<size_t>(std::min(in.numel(), out.numel())) * ItemSize(in.dtype());
+    if (kind == OneShotKind::kAllToAll) args.piece /= static_cast<size_t>(layout_->ranks());
     args.root = root;
     return args;
   }
@@ -308,8 +310,9 @@ TEST_P(OneShotKernelTest, EveryDTypeAndReductionAtSizesAroundItsChunks) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, OneShotKernelTest, ::testing::Values(2, 3, 4, 8));
 
-// Broadcast, reduce, all_gather and reduce_scatter: known results at sizes around the
-// chunks, in views off 16 bytes (and pieces that are not whole 16 bytes), every root.
+// Broadcast, reduce, all_gather, reduce_scatter and all_to_all (also in place): known
+// results at sizes around the chunks, in views off 16 bytes (and pieces that are not
+// whole 16 bytes), every root.
 TEST_P(OneShotKernelTest, EveryOtherKind) {
   GENESIS_SKIP_WITHOUT_GPU();
   const int n = GetParam();
@@ -320,7 +323,7 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
   for (DType dtype : {DType::kInt32, DType::kBFloat16, DType::kInt8}) {
     const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes / ItemSize(dtype));
     for (int64_t piece : {int64_t{1}, int64_t{5}, chunk + 3, 2 * chunk, limit / n}) {
-      // The gather's output and the scatter's input hold n pieces.
+      // The gather's output, the scatter's input and all_to_all's buffers hold n pieces.
       if (n * piece * static_cast<int64_t>(ItemSize(dtype)) > 4 * limit) continue;
       for (int64_t offset : {int64_t{0}, int64_t{1}}) {
         const std::string what = absl::StrCat(n, " ranks, ", ToAbsl(DTypeName(dtype)), ", piece ",
@@ -328,7 +331,7 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
         const int root = static_cast<int>(piece % n);
         // Rank r's value i: r * 3 + i % 5 (small enough for int8 sums of 8 ranks).
         const auto value = [](int r) { return [r](int64_t i) { return r * 3 + i % 5; }; };
-        std::vector<Storage> b, red, gin, gout, sin, sout;
+        std::vector<Storage> b, red, gin, gout, sin, sout, ain, aout, aboth;
         for (int r = 0; r < n; ++r) {
           auto view = [&](int64_t count, const std::function<double(int64_t)>& f) -> Storage {
             auto whole = Filled(
@@ -344,6 +347,9 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
           gout.push_back(view(n * piece, [](int64_t) { return 0; }));
           sin.push_back(view(n * piece, value(r)));
           sout.push_back(view(piece, [](int64_t) { return 0; }));
+          ain.push_back(view(n * piece, value(r)));
+          aout.push_back(view(n * piece, [](int64_t) { return 0; }));
+          aboth.push_back(view(n * piece, value(r)));
         }
         Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
         for (int r = 0; r < n; ++r) {
@@ -361,6 +367,13 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
           ASSERT_TRUE(
               LaunchOneShot(
                   w.Args(r, OneShotKind::kReduceScatter, sin[r], sout[r], ReduceOp::kMax, 0), s)
+                  .ok());
+          ASSERT_TRUE(LaunchOneShot(
+                          w.Args(r, OneShotKind::kAllToAll, ain[r], aout[r], ReduceOp::kSum, 0), s)
+                          .ok());
+          ASSERT_TRUE(
+              LaunchOneShot(
+                  w.Args(r, OneShotKind::kAllToAll, aboth[r], aboth[r], ReduceOp::kSum, 0), s)
                   .ok());
         }
         ASSERT_TRUE(SyncAll(ranks).ok());
@@ -382,6 +395,12 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
                         sout[r], [&](int64_t i) { return value(n - 1)(r * piece + i); },
                         rank + ", reduce_scatter"),
                     "");
+          // Rank r's part q: rank q's part r.
+          const auto exchanged = [&](int64_t i) {
+            return value(static_cast<int>(i / piece))(r * piece + i % piece);
+          };
+          ASSERT_EQ(Check(aout[r], exchanged, rank + ", all_to_all"), "");
+          ASSERT_EQ(Check(aboth[r], exchanged, rank + ", all_to_all in place"), "");
         }
       }
     }

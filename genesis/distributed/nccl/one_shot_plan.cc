@@ -28,6 +28,8 @@ std::string_view OneShotKindName(OneShotKind kind) {
       return "all_gather";
     case OneShotKind::kReduceScatter:
       return "reduce_scatter";
+    case OneShotKind::kAllToAll:
+      return "all_to_all";
   }
   return "?";
 }

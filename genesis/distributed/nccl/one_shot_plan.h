@@ -8,9 +8,11 @@
 // 16-byte store lands whole, so the reader needs no fence and no barrier: it polls its
 // own memory until the flags are there). It then reduces what every rank sent in rank
 // order (all_reduce, reduce, reduce_scatter; every rank computes the same bits), takes
-// the root's (broadcast) or puts each one in its place (all_gather). An operation's
-// `piece` is what one rank contributes per rank it serves: the buffer for all_reduce,
-// reduce and broadcast, the input for all_gather, the output for reduce_scatter.
+// the root's (broadcast) or puts each one in its place (all_gather, all_to_all, whose
+// ranks send each peer its own part of their input). An operation's `piece` is what
+// one rank contributes per rank it serves: the buffer for all_reduce, reduce and
+// broadcast, the input for all_gather, the output for reduce_scatter, one rank's part
+// for all_to_all.
 // Thread block b handles bytes [b * kOneShotChunkBytes, (b + 1) * kOneShotChunkBytes)
 // of the piece, and its lines from rank q land in region b of the slot at q's place.
 // Each block keeps its own count of the operations it took part in (its epoch), and
@@ -46,15 +48,26 @@ inline constexpr int kOneShotMaxRanks = 8;
 // sends it once.
 inline constexpr size_t kOneShotMaxBytes = size_t{4} << 20;
 
-enum class OneShotKind { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter };
+enum class OneShotKind { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAllToAll };
 
-// "all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter".
+// "all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all".
 std::string_view OneShotKindName(OneShotKind kind);
 
 // Whether `kind` reduces (all_reduce, reduce, reduce_scatter).
 constexpr bool OneShotReduces(OneShotKind kind) {
   return kind == OneShotKind::kAllReduce || kind == OneShotKind::kReduce ||
          kind == OneShotKind::kReduceScatter;
+}
+
+// Whether `kind`'s input holds a part for each rank (reduce_scatter, all_to_all): a
+// rank sends each peer that peer's part.
+constexpr bool OneShotScatters(OneShotKind kind) {
+  return kind == OneShotKind::kReduceScatter || kind == OneShotKind::kAllToAll;
+}
+
+// Whether `kind`'s output holds a part from each rank (all_gather, all_to_all).
+constexpr bool OneShotGathers(OneShotKind kind) {
+  return kind == OneShotKind::kAllGather || kind == OneShotKind::kAllToAll;
 }
 
 class OneShotLayout {

@@ -38,11 +38,27 @@ TEST(OneShotKindTest, NamesAndWhichReduce) {
   EXPECT_EQ(OneShotKindName(OneShotKind::kBroadcast), "broadcast");
   EXPECT_EQ(OneShotKindName(OneShotKind::kAllGather), "all_gather");
   EXPECT_EQ(OneShotKindName(OneShotKind::kReduceScatter), "reduce_scatter");
+  EXPECT_EQ(OneShotKindName(OneShotKind::kAllToAll), "all_to_all");
   EXPECT_TRUE(OneShotReduces(OneShotKind::kAllReduce));
   EXPECT_TRUE(OneShotReduces(OneShotKind::kReduce));
   EXPECT_TRUE(OneShotReduces(OneShotKind::kReduceScatter));
   EXPECT_FALSE(OneShotReduces(OneShotKind::kBroadcast));
   EXPECT_FALSE(OneShotReduces(OneShotKind::kAllGather));
+  EXPECT_FALSE(OneShotReduces(OneShotKind::kAllToAll));
+  for (OneShotKind kind : {OneShotKind::kReduceScatter, OneShotKind::kAllToAll}) {
+    EXPECT_TRUE(OneShotScatters(kind)) << OneShotKindName(kind);
+  }
+  for (OneShotKind kind : {OneShotKind::kAllReduce, OneShotKind::kReduce, OneShotKind::kBroadcast,
+                           OneShotKind::kAllGather}) {
+    EXPECT_FALSE(OneShotScatters(kind)) << OneShotKindName(kind);
+  }
+  for (OneShotKind kind : {OneShotKind::kAllGather, OneShotKind::kAllToAll}) {
+    EXPECT_TRUE(OneShotGathers(kind)) << OneShotKindName(kind);
+  }
+  for (OneShotKind kind : {OneShotKind::kAllReduce, OneShotKind::kReduce, OneShotKind::kBroadcast,
+                           OneShotKind::kReduceScatter}) {
+    EXPECT_FALSE(OneShotGathers(kind)) << OneShotKindName(kind);
+  }
 }
 
 TEST(OneShotLayoutTest, BlocksCoverTheMessage) {

@@ -554,7 +554,8 @@ TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignmentOnFourRanks) {
 
 // Many one-shot all_reduces in flight at once on two streams in turn, each on its own
 // storage with values of its own (a slot read too early or too late shows), then the
-// same captured into a CUDA graph and replayed.
+// same captured into a CUDA graph and replayed, then again on the two streams in turn
+// with every Work dropped at once.
 TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
   ExpectAllOk(RunNcclOneShot([](ProcessGroup& group) -> std::string {
     const int r = group.rank();
@@ -610,6 +611,34 @@ TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
     if (after.operations != before.operations + 6) {
       return absl::StrCat("one-shot all_reduce ", after.ToString(), ", expected ",
                           before.operations + 6, " operations");
+    }
+    // Each Work dropped at once, the streams alternating: an operation's event comes back
+    // before the next one takes one, so the communicator keeps the last one-shot
+    // operation's event aside for the next on the other stream to wait for (NCCL's
+    // all_reduces beyond the one-shot size in between take events too).
+    GENESIS_ASSIGN_OR_TEXT(zeros, storage::Zeros({static_cast<int64_t>(kOneShotTestBytes / 4 + 1)},
+                                                 DType::kFloat32, gpu));
+    GENESIS_ASSIGN_OR_TEXT(big, zeros.To(gpu, {.stream = b.native()}));
+    GENESIS_RETURN_IF_BAD(b.Synchronize());
+    for (int k = 0; k < kOperations; ++k) {
+      GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(storages[k], ReduceOp::kSum));
+      if (k % 8 == 3) {
+        GENESIS_ASSIGN_OR_TEXT(nccl, group.AllReduce(big, ReduceOp::kSum));
+      }
+    }
+    GENESIS_RETURN_IF_BAD(a.Synchronize());
+    GENESIS_RETURN_IF_BAD(b.Synchronize());
+    for (int k = 0; k < kOperations; ++k) {
+      GENESIS_RETURN_IF_TEXT(Check(
+          storages[k], [&](int64_t i) { return 2 * (2 * (k + i % 13) + 1); },
+          absl::StrCat("dropped operation ", k)));
+    }
+    GENESIS_RETURN_IF_TEXT(Check(
+        big, [](int64_t) { return 0; }, "NCCL's all_reduce"));
+    GENESIS_ASSIGN_OR_TEXT(last, NcclOneShot(group));
+    if (last.operations != after.operations + kOperations) {
+      return absl::StrCat("one-shot all_reduce ", last.ToString(), ", expected ",
+                          after.operations + kOperations, " operations");
     }
     (void)r;
     return std::string();

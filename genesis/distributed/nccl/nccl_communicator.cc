@@ -201,7 +201,7 @@ struct Comm {
     }
     FreeStaging();
     if (staging.done != nullptr) cudaEventDestroy(staging.done);
-    if (one_shot.ordered != nullptr) cudaEventDestroy(one_shot.ordered);
+    if (one_shot.holds_last) cudaEventDestroy(one_shot.last_event);
     if (one_shot.abort != nullptr) cudaFreeHost(const_cast<int*>(one_shot.abort));
     for (cudaEvent_t e : free_events) cudaEventDestroy(e);
     if (cudaEvent_t e = returned_event.load()) cudaEventDestroy(e);
@@ -483,12 +483,19 @@ struct Comm {
   // Under `mu`: a finished operation's event for the next one, or null when none is
   // free (the caller then creates one). Taken under the lock the NCCL call takes anyway:
   // a lock of its own cost each operation a pair of atomics more.
+  // Never the last one-shot operation's, which marks where the next one on another
+  // stream starts (OneShotState): that one stays aside until another takes its place.
   cudaEvent_t TakeFreeEventLocked() {
-    if (cudaEvent_t e = returned_event.exchange(nullptr, std::memory_order_acquire)) return e;
-    if (free_events.empty()) return nullptr;
-    cudaEvent_t e = free_events.back();
-    free_events.pop_back();
-    return e;
+    for (;;) {
+      cudaEvent_t e = returned_event.exchange(nullptr, std::memory_order_acquire);
+      if (e == nullptr) {
+        if (free_events.empty()) return nullptr;
+        e = free_events.back();
+        free_events.pop_back();
+      }
+      if (e != one_shot.last_event) return e;
+      one_shot.holds_last = true;
+    }
   }
 
   // Takes back the event of a finished (or never queued) operation. Into
@@ -555,10 +562,13 @@ struct Comm {
     void* window = nullptr;  // The ncclWindow_t of `local`'s memory.
     char* local = nullptr;
     volatile int* abort = nullptr;  // Mapped host memory: set when the group fails.
-    // The last operation's stream and, recorded after it, `ordered`: an operation on
-    // another stream waits for it. Under `mu`.
+    // The last operation's stream and its Work's event (recorded under `mu`, right after
+    // its kernel): an operation on another stream waits for it. While `holds_last`, the
+    // Work is gone and its event is kept out of the free list (TakeFreeEventLocked).
+    // Under `mu`.
     CUstream_st* last_stream = nullptr;
-    cudaEvent_t ordered = nullptr;
+    cudaEvent_t last_event = nullptr;
+    bool holds_last = false;
     std::atomic<int64_t> operations{0};
 
     // Whether an operation whose largest buffer is `largest` bytes of `dtype` takes the
@@ -575,11 +585,8 @@ struct Comm {
   // that was on another stream. Needs `mu`.
   absl::Status LaunchOneShotLocked(OneShotArgs args, CUstream_st* stream, bool captured) {
     OneShotState& o = one_shot;
-    if (!captured && o.last_stream != stream) {
-      if (o.last_stream != nullptr) {
-        GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, o.ordered, 0));
-      }
-      o.last_stream = stream;
+    if (!captured && o.last_stream != nullptr && o.last_stream != stream) {
+      GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, o.last_event, 0));
     }
     args.window = o.window;
     args.local = o.local;
@@ -587,9 +594,19 @@ struct Comm {
     args.rank = info.rank;
     args.abort = o.abort;
     GENESIS_RETURN_IF_ERROR(LaunchOneShot(args, stream));
-    if (!captured) GENESIS_CUDA_RETURN_IF_ERROR(cudaEventRecord(o.ordered, stream));
     o.operations.fetch_add(1, std::memory_order_relaxed);
     return absl::OkStatus();
+  }
+
+  // Notes that `event`, recorded right after the one-shot operation just queued on
+  // `stream` (not captured), marks where the next one on another stream starts; the
+  // event it replaces goes back to the free list if its Work is gone. Needs `mu`.
+  void FollowOneShotLocked(CUstream_st* stream, cudaEvent_t event) {
+    OneShotState& o = one_shot;
+    if (o.holds_last) free_events.push_back(o.last_event);
+    o.holds_last = false;
+    o.last_event = event;
+    o.last_stream = stream;
   }
 };
 
@@ -605,10 +622,12 @@ class NcclWorkState final : public WorkState, public internal::Watched {
         event_(event) {}
   ~NcclWorkState() override {
     // The event goes back to the communicator even while it is pending: the next
-    // operation records it again, which is all it is used for, and nothing else waits
-    // on it (querying it here cost a driver call per operation, and destroying pending
-    // ones made every pipelined operation create a new event). A failed group's events
-    // may never complete, so they are destroyed.
+    // operation records it again, which is all it is used for (querying it here cost a
+    // driver call per operation, and destroying pending ones made every pipelined
+    // operation create a new event). Nothing else waits on it but the next one-shot
+    // operation on another stream, and the communicator keeps the last one-shot
+    // operation's event out of use for that. A failed group's events may never
+    // complete, so they are destroyed.
     if (comm_->health.failed()) {
       cudaEventDestroy(event_);
     } else {
@@ -1094,8 +1113,7 @@ class NcclCommunicator final : public Communicator {
   // This rank's part of setting up the one-shot paths in `memory`: NCCL's window must be
   // one its kernels reach every rank through (its lsa rank is its rank), the window
   // zeroed (the epochs and the lines' flags start at 0; the ranks' agreement after it
-  // orders every rank's zeroing before any peer's first line), an abort flag and the
-  // event that orders operations across streams.
+  // orders every rank's zeroing before any peer's first line) and an abort flag.
   absl::Status SetUpOneShotMemory(const NcclSymmetricMemory& memory, const OneShotLayout& layout) {
     Comm::OneShotState& o = comm_->one_shot;
     GENESIS_ASSIGN_OR_RETURN(WindowRanks ranks, ReadWindowRanks(memory.window));
@@ -1111,9 +1129,6 @@ class NcclCommunicator final : public Communicator {
       GENESIS_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped));
       o.abort = static_cast<volatile int*>(flag);
       *o.abort = 0;
-    }
-    if (o.ordered == nullptr) {
-      GENESIS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&o.ordered, cudaEventDisableTiming));
     }
     return absl::OkStatus();
   }
@@ -1215,6 +1230,7 @@ class NcclCommunicator final : public Communicator {
       }
     }
     cudaEvent_t event = nullptr;
+    bool recorded = false;
     if (issued.ok()) {
       std::lock_guard<std::mutex> lock(comm_->mu);
       if (!captured) event = comm_->TakeFreeEventLocked();
@@ -1223,8 +1239,15 @@ class NcclCommunicator final : public Communicator {
         issued = comm_->health.Check();
       } else if constexpr (std::is_invocable_v<Call&, ncclComm_t, bool>) {
         // A kernel of genesis's own (one-shot collectives), told whether it is captured
-        // (checked once per operation, above).
+        // (checked once per operation, above). Its event is recorded under the lock: the
+        // next one-shot operation on another stream waits for it.
         issued = call(c, captured);
+        if (issued.ok() && !captured) {
+          if (event == nullptr) issued = CreateEvent(&event);
+          if (issued.ok()) issued = RecordEvent(event, stream);
+          if (issued.ok()) comm_->FollowOneShotLocked(stream, event);
+          recorded = true;
+        }
       } else {
         const ncclResult_t result = call(c);
         if (result != ncclSuccess) issued = comm_->Issued(c, result, description());
@@ -1234,12 +1257,9 @@ class NcclCommunicator final : public Communicator {
     if (staging_lock.owns_lock()) staging_lock.unlock();
     if (issued.ok() && !captured && event == nullptr) {
       // None was free (the first operations): a new one, after the call, off the lock.
-      cudaEvent_t made = nullptr;
-      issued = cuda::CudaStatus(cudaEventCreateWithFlags(&made, cudaEventDisableTiming),
-                                "cudaEventCreateWithFlags");
-      if (issued.ok()) event = made;
+      issued = CreateEvent(&event);
     }
-    if (issued.ok() && !captured) issued = RecordEvent(event, stream);
+    if (issued.ok() && !captured && !recorded) issued = RecordEvent(event, stream);
     if (!issued.ok()) {
       if (event != nullptr) comm_->ReturnEvent(event);
       absl::Status error(issued.code(),
@@ -1255,6 +1275,15 @@ class NcclCommunicator final : public Communicator {
     std::shared_ptr<NcclWorkState> state =
         Watchdogs().Watch(std::make_unique<NcclWorkState>(std::move(what), comm_, event), stream);
     return Work(std::move(state));  // Moved: a copy is two more atomic operations.
+  }
+
+  // Makes an operation's event (no timing) in `*event`, unchanged on failure.
+  static absl::Status CreateEvent(cudaEvent_t* event) {
+    cudaEvent_t made = nullptr;
+    GENESIS_RETURN_IF_ERROR(cuda::CudaStatus(
+        cudaEventCreateWithFlags(&made, cudaEventDisableTiming), "cudaEventCreateWithFlags"));
+    *event = made;
+    return absl::OkStatus();
   }
 
   // Records `event` on `stream` through the driver's cuEventRecord where the driver has

@@ -55,9 +55,10 @@ struct GroupInfo {
   // id: one ncclCommInitRank per rank and nothing more (no blocking copy made by
   // ncclCommSplit, which the other client would never join).
   bool nccl_interop = false;
-  // NCCL only: all_reduce, reduce, broadcast, all_gather, reduce_scatter and all_to_all
-  // whose largest buffer has up to this many bytes run genesis's one-shot kernel over a
-  // symmetric window instead of NCCL's (nccl/nccl_communicator.h); 0: none.
+  // NCCL only: all_reduce, reduce, broadcast, all_gather, reduce_scatter, all_to_all
+  // and sends and receives whose largest buffer (message) has up to this many bytes run
+  // genesis's one-shot kernel over a symmetric window instead of NCCL's
+  // (nccl/nccl_communicator.h); 0: none.
   size_t nccl_one_shot_bytes = kDefaultNcclOneShotBytes;
 
   // "gloo group 'world' (rank 1 of 4)".

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "genesis/core/absl_compat.h"
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/graph.h"
@@ -641,6 +643,104 @@ TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
                           after.operations + kOperations, " operations");
     }
     (void)r;
+    return std::string();
+  }));
+}
+
+// Sends and receives up to the one-shot size take the one-shot kernel: exchanges at
+// sizes around the chunks and the limit, in views off 1 byte; ten sends queued before
+// the peer receives any (each waits for the receive two before); a batch mixing
+// one-shot messages with NCCL's (1 MiB); a batch with two messages each way (two
+// launches). Every message arrives, and the launches are counted.
+TEST(NcclTwoProcessTest, OneShotSendsAndReceives) {
+  ExpectAllOk(RunNcclOneShot([](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    const int peer = 1 - r;
+    const Device gpu = group.device();
+    GENESIS_ASSIGN_OR_TEXT(before, NcclOneShot(group));
+    if (!before.enabled) return absl::StrCat("one-shot ", before.ToString());
+    // Rank `from`'s k-th message: bytes that differ by sender, message and place.
+    const auto message = [](int from, int k) {
+      return [=](int64_t i) { return (from * 31 + k * 13 + i) % 251; };
+    };
+    const auto view = [&](int64_t count, int64_t offset,
+                          const std::function<double(int64_t)>& f) -> absl::StatusOr<Storage> {
+      GENESIS_ASSIGN_OR_RETURN(Storage whole, Filled(
+                                                  count + offset, DType::kUInt8,
+                                                  [&](int64_t i) { return f(i - offset); }, gpu));
+      return whole.Slice(0, offset, offset + count);
+    };
+    const auto zero = [](int64_t) { return 0; };
+    int64_t launches = 0;
+    int k = 0;
+    for (const int64_t count : {int64_t{1}, int64_t{17}, int64_t{8192}, int64_t{8195},
+                                int64_t{100000}, static_cast<int64_t>(kOneShotTestBytes)}) {
+      for (const int64_t offset : {int64_t{0}, int64_t{1}}) {
+        GENESIS_ASSIGN_OR_TEXT(out, view(count, offset, message(r, k)));
+        GENESIS_ASSIGN_OR_TEXT(in, view(count, offset, zero));
+        GENESIS_ASSIGN_OR_TEXT(
+            w, group.SendRecv(std::vector<StoragePeerOp>{{PeerOp::Kind::kSend, out, peer, 0},
+                                                         {PeerOp::Kind::kRecv, in, peer, 0}}));
+        GENESIS_RETURN_IF_BAD(w.Wait());
+        GENESIS_RETURN_IF_TEXT(
+            Check(in, message(peer, k), absl::StrCat("exchange of ", count, " at +", offset)));
+        ++launches;
+        ++k;
+      }
+    }
+    // Ten sends from rank 0 before rank 1 receives any, each Work dropped at once.
+    std::vector<Storage> stream_of;
+    for (int m = 0; m < 10; ++m) {
+      const std::function<double(int64_t)> f =
+          r == 0 ? std::function<double(int64_t)>(message(0, 100 + m)) : zero;
+      GENESIS_ASSIGN_OR_TEXT(s, view(1000 + 997 * m, m % 2, f));
+      stream_of.push_back(s);
+    }
+    if (r == 1) absl::SleepFor(absl::Milliseconds(200));
+    for (const Storage& s : stream_of) {
+      GENESIS_ASSIGN_OR_TEXT(w, r == 0 ? group.Send(s, 1) : group.Recv(s, 0));
+      ++launches;
+    }
+    GENESIS_RETURN_IF_BAD(cuda::SynchronizeDevice(gpu.index()));
+    if (r == 1) {
+      for (int m = 0; m < 10; ++m) {
+        GENESIS_RETURN_IF_TEXT(
+            Check(stream_of[m], message(0, 100 + m), absl::StrCat("queued message ", m)));
+      }
+    }
+    // A batch of a one-shot message and an NCCL one each way, then one of two one-shot
+    // messages each way (in opposite orders on the two ranks).
+    GENESIS_ASSIGN_OR_TEXT(small_out, view(5000, 0, message(r, 200)));
+    GENESIS_ASSIGN_OR_TEXT(small_in, view(5000, 0, zero));
+    GENESIS_ASSIGN_OR_TEXT(big_out, view(int64_t{1} << 20, 0, message(r, 201)));
+    GENESIS_ASSIGN_OR_TEXT(big_in, view(int64_t{1} << 20, 0, zero));
+    const std::vector<StoragePeerOp> mix = {{PeerOp::Kind::kSend, big_out, peer, 0},
+                                            {PeerOp::Kind::kSend, small_out, peer, 0},
+                                            {PeerOp::Kind::kRecv, small_in, peer, 0},
+                                            {PeerOp::Kind::kRecv, big_in, peer, 0}};
+    GENESIS_ASSIGN_OR_TEXT(mixed, group.SendRecv(mix));
+    GENESIS_RETURN_IF_BAD(mixed.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(small_in, message(peer, 200), "one-shot message of a mix"));
+    GENESIS_RETURN_IF_TEXT(Check(big_in, message(peer, 201), "NCCL's message of a mix"));
+    ++launches;
+    GENESIS_ASSIGN_OR_TEXT(second_out, view(3000, 1, message(r, 202)));
+    GENESIS_ASSIGN_OR_TEXT(second_in, view(3000, 1, zero));
+    GENESIS_RETURN_IF_BAD(small_in.Fill(0));
+    std::vector<StoragePeerOp> two = {{PeerOp::Kind::kSend, small_out, peer, 0},
+                                      {PeerOp::Kind::kRecv, small_in, peer, 0},
+                                      {PeerOp::Kind::kSend, second_out, peer, 0},
+                                      {PeerOp::Kind::kRecv, second_in, peer, 0}};
+    if (r == 1) std::reverse(two.begin(), two.end());
+    GENESIS_ASSIGN_OR_TEXT(pairs, group.SendRecv(two));
+    GENESIS_RETURN_IF_BAD(pairs.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(small_in, message(peer, r == 0 ? 200 : 202), "first of two"));
+    GENESIS_RETURN_IF_TEXT(Check(second_in, message(peer, r == 0 ? 202 : 200), "second of two"));
+    launches += 2;
+    GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
+    if (after.operations != before.operations + launches) {
+      return absl::StrCat("one-shot ", after.ToString(), ", expected ",
+                          before.operations + launches, " operations");
+    }
     return std::string();
   }));
 }

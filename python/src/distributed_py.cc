@@ -168,9 +168,10 @@ void RegisterDistributed(py::module_& m) {
       "64 MiB, where "
       "that was measured faster), 'on' (every operation) or 'off'; "
       "every rank must pass the same, GENESIS_NCCL_REGISTER overrides it, and another word "
-      "raises ValueError. `nccl_one_shot_bytes`: all_reduce, reduce, broadcast, all_gather "
-      "and reduce_scatter whose largest buffer has up to this many bytes (at most 4 MiB, "
-      "else ValueError) run genesis's one-shot kernel where the GPUs reach each other's "
+      "raises ValueError. `nccl_one_shot_bytes`: all_reduce, reduce, broadcast, all_gather, "
+      "reduce_scatter, all_to_all and sends and receives whose largest buffer (message) has "
+      "up to this many bytes (at most 4 MiB, else ValueError) run genesis's one-shot kernels "
+      "where the GPUs reach each other's "
       "memory (one node), 0 for none; every rank must pass the same, "
       "GENESIS_NCCL_ONE_SHOT_BYTES overrides it.");
 }

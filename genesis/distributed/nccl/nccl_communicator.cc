@@ -577,6 +577,11 @@ struct Comm {
     bool Serves(size_t largest, DType dtype, std::optional<ReduceOp> op) const {
       return enabled && layout->Serves(largest) && (!op.has_value() || OneShotReduces(dtype, *op));
     }
+    // Whether a send to or receive from `peer` of `bytes` takes it (the peer's end of
+    // the message has the same size, so it decides alike). Not this rank's own.
+    bool ServesMessage(size_t bytes, int peer, int rank) const {
+      return enabled && layout->Serves(bytes) && peer != rank;
+    }
   };
   OneShotState one_shot;
 
@@ -585,9 +590,7 @@ struct Comm {
   // that was on another stream. Needs `mu`.
   absl::Status LaunchOneShotLocked(OneShotArgs args, CUstream_st* stream, bool captured) {
     OneShotState& o = one_shot;
-    if (!captured && o.last_stream != nullptr && o.last_stream != stream) {
-      GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, o.last_event, 0));
-    }
+    GENESIS_RETURN_IF_ERROR(OrderOneShotLocked(stream, captured));
     args.window = o.window;
     args.local = o.local;
     args.layout = &*o.layout;
@@ -595,6 +598,46 @@ struct Comm {
     args.abort = o.abort;
     GENESIS_RETURN_IF_ERROR(LaunchOneShot(args, stream));
     o.operations.fetch_add(1, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
+
+  // Queues `batch`'s sends and receives on `stream` (`captured`: whether it is being
+  // captured) as the one-shot kernel's launches (OneShotPeerRounds), after the last
+  // one-shot operation if that was on another stream. Needs `mu`.
+  absl::Status LaunchOneShotPeersLocked(absl::Span<const OneShotMessage> batch, CUstream_st* stream,
+                                        bool captured) {
+    OneShotState& o = one_shot;
+    GENESIS_RETURN_IF_ERROR(OrderOneShotLocked(stream, captured));
+    absl::InlinedVector<OneShotPeerKey, 4> keys;
+    for (const OneShotMessage& m : batch) keys.push_back({m.send, m.peer});
+    absl::InlinedVector<int, 4> round(batch.size());
+    const int rounds = OneShotPeerRounds(keys, absl::MakeSpan(round));
+    OneShotPeerArgs args;
+    args.window = o.window;
+    args.local = o.local;
+    args.layout = &*o.layout;
+    args.rank = info.rank;
+    args.abort = o.abort;
+    for (int r = 0; r < rounds; ++r) {
+      std::array<OneShotMessage, kOneShotMaxMessages> launch;
+      size_t count = 0;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (round[i] == r) launch[count++] = batch[i];
+      }
+      args.messages = absl::MakeConstSpan(launch.data(), count);
+      GENESIS_RETURN_IF_ERROR(LaunchOneShotPeers(args, stream));
+      o.operations.fetch_add(1, std::memory_order_relaxed);
+    }
+    return absl::OkStatus();
+  }
+
+  // Makes `stream` wait for the last one-shot operation when that was on another
+  // stream (not while `stream` is captured). Needs `mu`.
+  absl::Status OrderOneShotLocked(CUstream_st* stream, bool captured) {
+    const OneShotState& o = one_shot;
+    if (!captured && o.last_stream != nullptr && o.last_stream != stream) {
+      GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, o.last_event, 0));
+    }
     return absl::OkStatus();
   }
 
@@ -829,41 +872,84 @@ class NcclCommunicator final : public Communicator {
     }
     CUstream_st* stream = ops.front().buffer.stream;
     absl::InlinedVector<Operand, 4> x;
+    // The messages the one-shot kernel carries (decided per message, by size, as the
+    // peer decides for its end), and which of the batch they are.
+    absl::InlinedVector<OneShotMessage, 4> direct;
+    absl::InlinedVector<bool, 4> is_direct;
     for (const PeerOp& op : ops) {
       if (op.buffer.stream != stream) {
         return absl::InvalidArgumentError(
             "a batch of sends and receives must use storages of one stream");
       }
+      const bool send = op.kind == PeerOp::Kind::kSend;
+      const bool one_shot =
+          comm_->one_shot.ServesMessage(op.buffer.bytes(), op.peer, comm_->info.rank);
+      if (one_shot) direct.push_back({send, op.peer, op.buffer.data, op.buffer.bytes()});
+      is_direct.push_back(one_shot);
       // Decided per message: the peer's receive or send of it has the same size, so
       // both ends run it on the same communicator whatever else their batches hold.
-      const bool send = op.kind == PeerOp::Kind::kSend;
-      x.push_back({op.buffer, send, !send,
-                   comm_->RunsRegistered(NcclOperation::kSendRecv, op.buffer.bytes())});
+      x.push_back(
+          {op.buffer, send, !send,
+           !one_shot && comm_->RunsRegistered(NcclOperation::kSendRecv, op.buffer.bytes())});
     }
-    // `c` is the registered communicator when any message runs registered. The
-    // registered messages go first, as one NCCL group, then the others on the plain
-    // communicator as another: every rank orders the two alike, and each message's two
-    // ends are in the same one, so neither waits for the other rank's second group.
-    return Issue(std::move(what), stream, absl::MakeSpan(x), [&](ncclComm_t c) {
-      for (const bool registered : {true, false}) {
-        if (std::none_of(x.begin(), x.end(),
-                         [&](const Operand& o) { return o.registered == registered; })) {
-          continue;
-        }
-        ncclComm_t on = registered ? c : comm_->comm;
-        ncclResult_t r = ncclGroupStart();
-        for (size_t i = 0; i < ops.size() && r == ncclSuccess; ++i) {
-          if (x[i].registered != registered) continue;
-          const PeerOp& op = ops[i];
-          r = op.kind == PeerOp::Kind::kSend
-                  ? ncclSend(x[i].data, op.buffer.bytes(), ncclUint8, op.peer, on, stream)
-                  : ncclRecv(x[i].data, op.buffer.bytes(), ncclUint8, op.peer, on, stream);
-        }
-        const ncclResult_t end = ncclGroupEnd();
-        if (r != ncclSuccess || end != ncclSuccess) return r != ncclSuccess ? r : end;
+    if (direct.empty()) {
+      return Issue(std::move(what), stream, absl::MakeSpan(x),
+                   [&](ncclComm_t c) { return SendRecvGroups(c, ops, x, is_direct); });
+    }
+    if (direct.size() == ops.size()) {
+      return Issue(std::move(what), stream, absl::MakeSpan(x),
+                   [&](ncclComm_t, bool captured, const auto&) {
+                     return comm_->LaunchOneShotPeersLocked(direct, stream, captured);
+                   });
+    }
+    // Beside NCCL's messages: the one-shot sends first (they wait for no receive of this
+    // batch), then NCCL's group, then the one-shot receives, so that no message of the
+    // batch waits for one queued after it (NCCL's group alone runs them all at once).
+    const auto receives = std::stable_partition(direct.begin(), direct.end(),
+                                                [](const OneShotMessage& m) { return m.send; });
+    const size_t send_count = static_cast<size_t>(receives - direct.begin());
+    const absl::Span<const OneShotMessage> sends_first(direct.data(), send_count);
+    const absl::Span<const OneShotMessage> receives_last(direct.data() + send_count,
+                                                         direct.size() - send_count);
+    return Issue(
+        std::move(what), stream, absl::MakeSpan(x),
+        [&](ncclComm_t c, bool captured, const auto& description) -> absl::Status {
+          if (!sends_first.empty()) {
+            GENESIS_RETURN_IF_ERROR(comm_->LaunchOneShotPeersLocked(sends_first, stream, captured));
+          }
+          const ncclResult_t r = SendRecvGroups(c, ops, x, is_direct);
+          if (r != ncclSuccess) return comm_->Issued(c, r, description());
+          if (receives_last.empty()) return absl::OkStatus();
+          return comm_->LaunchOneShotPeersLocked(receives_last, stream, captured);
+        });
+  }
+
+  // Issues the messages of `ops` (operands `x`) that are not `direct` (the one-shot
+  // kernel's). `c` is the registered communicator when any message runs registered.
+  // The registered messages go first, as one NCCL group, then the others on the plain
+  // communicator as another: every rank orders the two alike, and each message's two
+  // ends are in the same one, so neither waits for the other rank's second group.
+  ncclResult_t SendRecvGroups(ncclComm_t c, absl::Span<const PeerOp> ops,
+                              absl::Span<const Operand> x, absl::Span<const bool> direct) {
+    CUstream_st* stream = ops.front().buffer.stream;
+    for (const bool registered : {true, false}) {
+      const auto in_group = [&](size_t i) { return !direct[i] && x[i].registered == registered; };
+      size_t i = 0;
+      while (i < ops.size() && !in_group(i)) ++i;
+      if (i == ops.size()) continue;
+      ncclComm_t on = registered ? c : comm_->comm;
+      ncclResult_t r = ncclGroupStart();
+      for (; i < ops.size() && r == ncclSuccess; ++i) {
+        if (!in_group(i)) continue;
+        const PeerOp& op = ops[i];
+        r = op.kind == PeerOp::Kind::kSend
+                ? ncclSend(x[i].data, op.buffer.bytes(), ncclUint8, op.peer, on, stream)
+                : ncclRecv(x[i].data, op.buffer.bytes(), ncclUint8, op.peer, on, stream);
       }
-      return ncclSuccess;
-    });
+      const ncclResult_t end = ncclGroupEnd();
+      if (r != ncclSuccess || end != ncclSuccess) return r != ncclSuccess ? r : end;
+    }
+    return ncclSuccess;
   }
 
   absl::StatusOr<Work> Barrier() override {
@@ -1172,7 +1258,7 @@ class NcclCommunicator final : public Communicator {
     args.op = op.value_or(ReduceOp::kSum);
     args.root = root;
     Operand x[] = {{in, true, false, false}, {out, false, true, false}};
-    return Issue(std::move(what), in.stream, x, [&](ncclComm_t, bool captured) {
+    return Issue(std::move(what), in.stream, x, [&](ncclComm_t, bool captured, const auto&) {
       return comm_->LaunchOneShotLocked(args, in.stream, captured);
     });
   }
@@ -1237,11 +1323,12 @@ class NcclCommunicator final : public Communicator {
       ncclComm_t c = registered ? comm_->reg_comm : comm_->comm;
       if (c == nullptr || comm_->comm == nullptr) {
         issued = comm_->health.Check();
-      } else if constexpr (std::is_invocable_v<Call&, ncclComm_t, bool>) {
+      } else if constexpr (std::is_invocable_v<Call&, ncclComm_t, bool, decltype(description)&>) {
         // A kernel of genesis's own (one-shot collectives), told whether it is captured
-        // (checked once per operation, above). Its event is recorded under the lock: the
+        // (checked once per operation, above), and the operation's description for the
+        // errors of NCCL calls it makes beside. Its event is recorded under the lock: the
         // next one-shot operation on another stream waits for it.
-        issued = call(c, captured);
+        issued = call(c, captured, description);
         if (issued.ok() && !captured) {
           if (event == nullptr) issued = CreateEvent(&event);
           if (issued.ok()) issued = RecordEvent(event, stream);

@@ -257,6 +257,92 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   if (t == 0) *epoch_word = epoch + 1;
 }
 
+// Sends and receives: what the kernel needs of OneShotPeerArgs, by value, with the
+// layout's offsets of block 0 (block b's: lines b * `block_bytes` further, counts b
+// words further; slot 1's lines `slot_bytes` after slot 0's).
+struct PeerMessage {
+  char* data;
+  size_t bytes;
+  size_t lines;  // Slot 0 of its lines: in the peer's window for a send, here for a receive.
+  size_t count;  // This rank's count of the messages it sent to (took from) the peer.
+  size_t taken;  // What the peer took from this rank: here for a send, there for a receive.
+  unsigned first_block;  // The message's first block in the grid.
+  int peer;
+  bool send;
+  bool aligned;  // `data` is on 16 bytes.
+};
+
+struct PeerParams {
+  ncclWindow_t window;
+  char* local;
+  const volatile int* abort;
+  size_t slot_bytes;
+  size_t block_bytes;
+  int count;
+  PeerMessage messages[kOneShotMaxMessages];
+};
+
+// Waits until the peer's count at `taken` (in this rank's window, written by the peer)
+// reaches `least`, in wrapping arithmetic. False when the group failed meanwhile.
+__device__ bool WaitForCount(const volatile uint32_t* taken, uint32_t least,
+                             const volatile int* abort) {
+  for (uint32_t polls = 1;; ++polls) {
+    if (static_cast<int32_t>(*taken - least) >= 0) return true;
+    if (polls % 1024 == 0 && *abort != 0) return false;
+  }
+}
+
+// One block of one message: a send writes its 16 bytes per thread into the peer's
+// window once the peer took the message two before (whose slot this one reuses); a
+// receive waits for its lines, stores them, and then tells the sender it took them.
+__global__ void __launch_bounds__(kOneShotThreads) OneShotPeers(PeerParams p) {
+  __shared__ uint32_t sequence;
+  __shared__ int proceed;
+  const int t = static_cast<int>(threadIdx.x);
+  int i = 0;
+  while (i + 1 < p.count && blockIdx.x >= p.messages[i + 1].first_block) ++i;
+  const PeerMessage& m = p.messages[i];
+  const size_t block = blockIdx.x - m.first_block;
+  const size_t at = block * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
+  const int valid = at < m.bytes ? static_cast<int>(m.bytes - at < 16 ? m.bytes - at : 16) : 0;
+  const size_t word = block * sizeof(uint32_t);
+  auto* const count = reinterpret_cast<uint32_t*>(p.local + m.count + word);
+  if (t == 0) sequence = *count;
+  __syncthreads();
+  const uint32_t k = sequence;  // This is the k-th message between the two, in this block.
+  const uint32_t flag = k + 1 == 0 ? 1 : k + 1;  // Never 0, the flags of lines never written.
+  const size_t line =
+      m.lines + (k & 1) * p.slot_bytes + block * p.block_bytes + static_cast<size_t>(t) * 32;
+  if (m.send) {
+    if (t == 0) {
+      // Message k - 2 used this slot: the peer must have taken k - 1 messages.
+      proceed = WaitForCount(reinterpret_cast<const volatile uint32_t*>(p.local + m.taken + word),
+                             k - 1, p.abort);
+    }
+    __syncthreads();
+    if (!proceed) return;
+    if (valid > 0) {
+      Pack v = {};
+      LoadPart<uint8_t>(v, m.data + at, valid, m.aligned);
+      SendLL(static_cast<char*>(ncclGetLsaPointer(p.window, line, m.peer)), v, flag);
+    }
+    if (t == 0) *count = k + 1;
+    return;
+  }
+  bool received = true;
+  if (valid > 0) {
+    Pack v;
+    received = ReceiveLL(p.local + line, v, flag, p.abort);
+    if (received) StorePart<uint8_t>(m.data + at, v, valid, m.aligned);
+  }
+  // Every thread has its lines (their loads are done) before the sender may reuse them.
+  if (!__syncthreads_and(received)) return;
+  if (t == 0) {
+    *static_cast<volatile uint32_t*>(ncclGetLsaPointer(p.window, m.taken + word, m.peer)) = k + 1;
+    *count = k + 1;
+  }
+}
+
 template <typename T, ReduceOp kOp>
 void Launch(const Params& p, unsigned blocks, cudaStream_t stream) {
   OneShot<T, kOp><<<blocks, kOneShotThreads, 0, stream>>>(p);
@@ -361,6 +447,62 @@ absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
     return absl::InternalError(
         absl::StrCat("launching the one-shot ", ToAbsl(OneShotKindName(args.kind)), ": ",
                      cudaGetErrorName(error), ": ", cudaGetErrorString(error)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LaunchOneShotPeers(const OneShotPeerArgs& args, CUstream_st* stream) {
+  const OneShotLayout& layout = *args.layout;
+  if (args.messages.empty() || args.messages.size() > static_cast<size_t>(kOneShotMaxMessages)) {
+    return absl::InvalidArgumentError(absl::StrCat("one-shot launch of ", args.messages.size(),
+                                                   " sends and receives (1 to ",
+                                                   kOneShotMaxMessages, ")"));
+  }
+  PeerParams p = {};
+  p.window = static_cast<ncclWindow_t>(args.window);
+  p.local = args.local;
+  p.abort = args.abort;
+  p.slot_bytes = layout.peer_lines(0, 1, 0) - layout.peer_lines(0, 0, 0);
+  p.block_bytes = OneShotLayout::peer_lines_bytes();
+  p.count = static_cast<int>(args.messages.size());
+  uint32_t sends = 0, receives = 0;  // Bit q: a send to (receive from) q came already.
+  size_t blocks = 0;
+  for (size_t i = 0; i < args.messages.size(); ++i) {
+    const OneShotMessage& m = args.messages[i];
+    const char* what = m.send ? "send to" : "receive from";
+    if (m.peer < 0 || m.peer >= layout.ranks() || m.peer == args.rank) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "one-shot ", what, " rank ", m.peer, " from rank ", args.rank, " of ", layout.ranks()));
+    }
+    if (m.bytes == 0 || !layout.Serves(m.bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("one-shot ", what, " rank ", m.peer, " of ",
+                                                     m.bytes, " bytes (1 to ", layout.max_bytes(),
+                                                     ")"));
+    }
+    uint32_t& seen = m.send ? sends : receives;
+    if ((seen >> m.peer) & 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("two one-shot messages ", what, " rank ", m.peer, " in one launch"));
+    }
+    seen |= uint32_t{1} << m.peer;
+    PeerMessage& to = p.messages[i];
+    to.data = static_cast<char*>(m.data);
+    to.bytes = m.bytes;
+    to.lines = layout.peer_lines(m.send ? args.rank : m.peer, 0, 0);
+    to.count = m.send ? layout.sent_to(m.peer, 0) : layout.taken_from(m.peer, 0);
+    to.taken = layout.taken_by(m.send ? m.peer : args.rank, 0);
+    to.first_block = static_cast<unsigned>(blocks);
+    to.peer = m.peer;
+    to.send = m.send;
+    to.aligned = reinterpret_cast<uintptr_t>(m.data) % 16 == 0;
+    blocks += OneShotLayout::Blocks(m.bytes);
+  }
+  OneShotPeers<<<static_cast<unsigned>(blocks), kOneShotThreads, 0, stream>>>(p);
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) {
+    return absl::InternalError(
+        absl::StrCat("launching one-shot sends and receives: ", cudaGetErrorName(error), ": ",
+                     cudaGetErrorString(error)));
   }
   return absl::OkStatus();
 }

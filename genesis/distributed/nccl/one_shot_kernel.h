@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "genesis/core/dtype.h"
 #include "genesis/distributed/nccl/one_shot_plan.h"
 #include "genesis/distributed/reduce_op.h"
@@ -44,6 +45,35 @@ struct OneShotArgs {
 // serve (OneShotReduces), a largest buffer the layout does not serve or a root out of
 // range; the launch's error otherwise.
 absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream);
+
+// One send or receive of a batch (LaunchOneShotPeers): `bytes` (1 to the layout's
+// max_bytes()) from or into `data`, any alignment.
+struct OneShotMessage {
+  bool send = true;
+  int peer = 0;
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// The group's window and this rank's place in it, as OneShotArgs has them, and the
+// messages of one launch: at most one send to and one receive from each peer (other
+// than `rank`); OneShotPeerRounds (one_shot_plan.h) splits a batch into such launches.
+struct OneShotPeerArgs {
+  void* window = nullptr;
+  char* local = nullptr;
+  const OneShotLayout* layout = nullptr;
+  int rank = 0;
+  const volatile int* abort = nullptr;
+  absl::Span<const OneShotMessage> messages;
+};
+
+// Queues the messages of `args` on `stream`, one kernel: each receive waits for its
+// message; the k-th send to a peer waits until the peer took the (k - 2)-th
+// (one_shot_plan.h). Messages match as NCCL's do: the k-th send from p to q with the
+// k-th receive of q from p, and both must have the same size. InvalidArgument for an
+// empty launch, a peer out of range or this rank, two sends to (or receives from) one
+// peer, or a size the layout does not serve; the launch's error otherwise.
+absl::Status LaunchOneShotPeers(const OneShotPeerArgs& args, CUstream_st* stream);
 
 // What NCCL's symmetric window `window` (an ncclWindow_t) records of this process: its
 // rank among the ranks its kernels reach through the window (lsa) and in the

@@ -2,10 +2,11 @@
 // each with its own window, the windows mapped 4 GiB apart in one reserved range as NCCL
 // maps a window's ranks (rank r's bytes at lsaFlatBase + r * stride4G * 4 GiB), and each
 // rank's kernels on a stream of its own, running at once. Known results for every dtype
-// and reduction of all_reduce, and for broadcast, reduce, all_gather and reduce_scatter,
-// at sizes around the chunks and the limit, in views off 16 bytes; many operations in
-// flight (each slot used again); CUDA graphs replayed; a kernel whose peers never send
-// stops when told to; what it does not serve is refused. A watchdog thread sets the
+// and reduction of all_reduce, and for broadcast, reduce, all_gather, reduce_scatter,
+// all_to_all and sends and receives, at sizes around the chunks and the limit, in views
+// off 16 bytes; many operations in flight (each slot used again; sends that wait for
+// the receive two before); CUDA graphs replayed; a kernel whose peers never send stops
+// when told to; what it does not serve is refused. A watchdog thread sets the
 // abort flag if a test outlasts its time, so a rank whose peers' lines never come fails
 // a test instead of hanging it. Skips without a GPU.
 #include "genesis/distributed/nccl/one_shot_kernel.h"
@@ -154,6 +155,18 @@ class FakeWindows {
     args.piece = static_cast<size_t>(std::min(in.numel(), out.numel())) * ItemSize(in.dtype());
     if (kind == OneShotKind::kAllToAll) args.piece /= static_cast<size_t>(layout_->ranks());
     args.root = root;
+    return args;
+  }
+
+  // Rank `rank`'s arguments for one launch of `messages`.
+  OneShotPeerArgs PeerArgs(int rank, absl::Span<const OneShotMessage> messages) const {
+    OneShotPeerArgs args;
+    args.window = static_cast<ncclWindow_vidmem*>(device_windows_) + rank;
+    args.local = Local(rank);
+    args.layout = layout_.get();
+    args.rank = rank;
+    args.abort = abort_;
+    args.messages = messages;
     return args;
   }
 
@@ -308,8 +321,6 @@ TEST_P(OneShotKernelTest, EveryDTypeAndReductionAtSizesAroundItsChunks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, OneShotKernelTest, ::testing::Values(2, 3, 4, 8));
-
 // Broadcast, reduce, all_gather, reduce_scatter and all_to_all (also in place): known
 // results at sizes around the chunks, in views off 16 bytes (and pieces that are not
 // whole 16 bytes), every root.
@@ -406,6 +417,155 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
     }
   }
 }
+
+// Rank `from`'s message `k` to rank `to`: bytes that differ by sender, receiver, message
+// and place.
+std::function<double(int64_t)> Message(int from, int to, int k) {
+  return [=](int64_t i) { return (from * 31 + to * 7 + k * 13 + i) % 251; };
+}
+
+// Every rank sends to every peer and receives from every peer in one launch, five times
+// over (each slot used again), messages of sizes around the chunks and the limit that
+// differ by pair, in views off 1 byte.
+TEST_P(OneShotKernelTest, SendsAndReceivesAmongEveryPair) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  const int n = GetParam();
+  Ranks ranks = MakeRanks(n, size_t{64} << 10);
+  ASSERT_NE(ranks.windows, nullptr);
+  const Device gpu = Device::Cuda(0);
+  const auto limit = static_cast<int64_t>(ranks.windows->layout().max_bytes());
+  const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes);
+  const int64_t sizes[] = {1, 17, chunk, chunk + 3, 3 * chunk - 1, limit};
+  for (int k = 0; k < 5; ++k) {
+    // received[r][q]: what rank r took from q; sent[r][q]: what r sent to q.
+    std::vector<std::vector<Storage>> sent(n), received(n);
+    std::vector<std::vector<OneShotMessage>> messages(n);
+    for (int r = 0; r < n; ++r) {
+      sent[r].resize(n);
+      received[r].resize(n);
+      for (int q = 0; q < n; ++q) {
+        if (q == r) continue;
+        // The pair's size: the same at both ends.
+        const int64_t out = sizes[(r + 2 * q + k) % 6], in = sizes[(q + 2 * r + k) % 6];
+        const int64_t offset = (r + q + k) % 2;
+        auto view = [&](int64_t count, const std::function<double(int64_t)>& f) -> Storage {
+          auto whole = Filled(
+              count + offset, DType::kUInt8, [&](int64_t i) { return f(i - offset); }, gpu);
+          EXPECT_TRUE(whole.ok()) << whole.status();
+          auto v = whole->Slice(0, offset, offset + count);
+          EXPECT_TRUE(v.ok()) << v.status();
+          return *v;
+        };
+        sent[r][q] = view(out, Message(r, q, k));
+        received[r][q] = view(in, [](int64_t) { return 0; });
+        messages[r].push_back({true, q, sent[r][q].data_ptr(), static_cast<size_t>(out)});
+        messages[r].push_back({false, q, received[r][q].data_ptr(), static_cast<size_t>(in)});
+      }
+    }
+    Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
+    for (int r = 0; r < n; ++r) {
+      absl::Status launched =
+          LaunchOneShotPeers(ranks.windows->PeerArgs(r, messages[r]), ranks.streams[r].native());
+      ASSERT_TRUE(launched.ok()) << launched;
+    }
+    ASSERT_TRUE(SyncAll(ranks).ok());
+    ASSERT_FALSE(watchdog.Cancel()) << "a rank waited for its peers for 20 s";
+    for (int r = 0; r < n; ++r) {
+      for (int q = 0; q < n; ++q) {
+        if (q == r) continue;
+        ASSERT_EQ(Check(received[r][q], Message(q, r, k),
+                        absl::StrCat(n, " ranks, round ", k, ": rank ", r, " from ", q)),
+                  "");
+      }
+    }
+  }
+}
+
+// Rank 0 queues twelve sends to rank 1 before rank 1 receives any: the third waits
+// until rank 1 took the first (its slot), so rank 0's stream cannot finish until rank 1
+// receives; then every message arrives, in order.
+TEST(OneShotKernelTest, SendsWaitForTheReceiveTwoBefore) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  Ranks ranks = MakeRanks(2, size_t{64} << 10);
+  ASSERT_NE(ranks.windows, nullptr);
+  constexpr int kMessages = 12;
+  std::vector<Storage> out, in;
+  for (int k = 0; k < kMessages; ++k) {
+    const int64_t count = 1 + (k * 7919) % 20000;
+    auto o = Filled(count, DType::kUInt8, Message(0, 1, k), Device::Cuda(0));
+    auto i = Filled(
+        count, DType::kUInt8, [](int64_t) { return 0; }, Device::Cuda(0));
+    ASSERT_TRUE(o.ok() && i.ok());
+    out.push_back(*o);
+    in.push_back(*i);
+  }
+  Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
+  for (int k = 0; k < kMessages; ++k) {
+    const OneShotMessage send{true, 1, out[k].data_ptr(), static_cast<size_t>(out[k].numel())};
+    ASSERT_TRUE(
+        LaunchOneShotPeers(ranks.windows->PeerArgs(0, {&send, 1}), ranks.streams[0].native()).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(cudaStreamQuery(ranks.streams[0].native()), cudaErrorNotReady);  // At the third.
+  for (int k = 0; k < kMessages; ++k) {
+    const OneShotMessage receive{false, 0, in[k].data_ptr(), static_cast<size_t>(in[k].numel())};
+    ASSERT_TRUE(
+        LaunchOneShotPeers(ranks.windows->PeerArgs(1, {&receive, 1}), ranks.streams[1].native())
+            .ok());
+  }
+  ASSERT_TRUE(SyncAll(ranks).ok());
+  ASSERT_FALSE(watchdog.Cancel()) << "a rank waited for its peer for 20 s";
+  for (int k = 0; k < kMessages; ++k) {
+    ASSERT_EQ(Check(in[k], Message(0, 1, k), absl::StrCat("message ", k)), "");
+  }
+}
+
+// Sends and receives captured into one graph per rank and replayed: the counts live on
+// the device, so each replay carries the next messages; the inputs change between
+// replays.
+TEST(OneShotKernelTest, SendsAndReceivesInGraphsReplay) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  Ranks ranks = MakeRanks(2, size_t{64} << 10);
+  ASSERT_NE(ranks.windows, nullptr);
+  std::vector<Storage> out, in;
+  std::vector<cuda::Graph> graphs;
+  for (int r = 0; r < 2; ++r) {
+    auto o = Filled(20000, DType::kUInt8, Message(r, 1 - r, 0), Device::Cuda(0));
+    auto i = Filled(
+        20000, DType::kUInt8, [](int64_t) { return 0; }, Device::Cuda(0));
+    ASSERT_TRUE(o.ok() && i.ok());
+    out.push_back(*o);
+    in.push_back(*i);
+    const OneShotMessage exchange[] = {{true, 1 - r, out[r].data_ptr(), 20000},
+                                       {false, 1 - r, in[r].data_ptr(), 20000}};
+    ASSERT_TRUE(cuda::BeginCapture(ranks.streams[r].native()).ok());
+    // Three exchanges a replay: the slots wrap within one.
+    for (int k = 0; k < 3; ++k) {
+      ASSERT_TRUE(
+          LaunchOneShotPeers(ranks.windows->PeerArgs(r, exchange), ranks.streams[r].native()).ok());
+    }
+    auto graph = cuda::Graph::EndCapture(ranks.streams[r].native());
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    graphs.push_back(*std::move(graph));
+  }
+  for (int replay = 0; replay < 3; ++replay) {
+    for (int r = 0; r < 2; ++r) {
+      auto next = Filled(20000, DType::kUInt8, Message(r, 1 - r, replay), Device::Cuda(0));
+      ASSERT_TRUE(next.ok());
+      ASSERT_TRUE(out[r].CopyFrom(*next).ok());
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
+    for (int r = 0; r < 2; ++r) ASSERT_TRUE(graphs[r].Launch(ranks.streams[r].native()).ok());
+    ASSERT_TRUE(SyncAll(ranks).ok());
+    ASSERT_FALSE(watchdog.Cancel()) << "replay " << replay << ": a rank waited for 20 s";
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(Check(in[r], Message(1 - r, r, replay), absl::StrCat("replay ", replay)), "");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, OneShotKernelTest, ::testing::Values(2, 3, 4, 8));
 
 // Twenty operations per rank queued before any finishes, each on its own storage with
 // values of its own: every slot is written again while peers may still be behind, so a
@@ -534,6 +694,43 @@ TEST(OneShotKernelTest, RefusesWhatItDoesNotServe) {
   OneShotArgs empty = ranks.windows->Args(0, *ints, ReduceOp::kSum);
   empty.piece = 0;
   EXPECT_EQ(LaunchOneShot(empty, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  // Sends and receives: none, to this rank or out of range, of 0 bytes or too many,
+  // two sends to one peer.
+  const auto refused = [&](std::vector<OneShotMessage> messages, const std::string& says) {
+    absl::Status status = LaunchOneShotPeers(ranks.windows->PeerArgs(0, messages), nullptr);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_NE(status.message().find(says), std::string::npos) << status;
+  };
+  void* data = big->data_ptr();
+  refused({}, "launch of 0 sends and receives");
+  refused({{true, 0, data, 4}}, "send to rank 0 from rank 0 of 2");
+  refused({{false, 2, data, 4}}, "receive from rank 2 from rank 0 of 2");
+  refused({{true, 1, data, 0}}, "send to rank 1 of 0 bytes (1 to 16384)");
+  refused({{false, 1, data, 16385}}, "receive from rank 1 of 16385 bytes (1 to 16384)");
+  refused({{true, 1, data, 4}, {false, 1, data, 4}, {true, 1, data, 4}},
+          "two one-shot messages send to rank 1 in one launch");
+  refused(std::vector<OneShotMessage>(kOneShotMaxMessages + 1, {true, 1, data, 4}),
+          "launch of 15 sends and receives (1 to 14)");
+}
+
+// A receive whose sender never comes waits until the abort flag is set, then ends.
+TEST(OneShotKernelTest, AWaitingReceiveStopsWhenTheGroupFails) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  Ranks ranks = MakeRanks(2);
+  ASSERT_NE(ranks.windows, nullptr);
+  auto s = Filled(
+      1000, DType::kUInt8, [](int64_t) { return 0; }, Device::Cuda(0));
+  ASSERT_TRUE(s.ok()) << s.status();
+  const OneShotMessage receive{false, 0, s->data_ptr(), 1000};
+  ASSERT_TRUE(
+      LaunchOneShotPeers(ranks.windows->PeerArgs(1, {&receive, 1}), ranks.streams[1].native())
+          .ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(cudaStreamQuery(ranks.streams[1].native()), cudaErrorNotReady);  // Still waiting.
+  ranks.windows->Abort();
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ranks.streams[1].Synchronize().ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 }  // namespace

@@ -12,6 +12,8 @@ absl::Status Unavailable() {
 
 absl::Status LaunchOneShot(const OneShotArgs&, CUstream_st*) { return Unavailable(); }
 
+absl::Status LaunchOneShotPeers(const OneShotPeerArgs&, CUstream_st*) { return Unavailable(); }
+
 absl::StatusOr<WindowRanks> ReadWindowRanks(void*) { return Unavailable(); }
 
 }  // namespace genesis::distributed::nccl_backend

@@ -1,5 +1,7 @@
 #include "genesis/distributed/nccl/one_shot_plan.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace genesis::distributed::nccl_backend {
@@ -36,13 +38,26 @@ std::string_view OneShotKindName(OneShotKind kind) {
 
 size_t OneShotLayout::bytes() const {
   constexpr size_t kAlignment = 4096;
-  const size_t end = epoch(max_blocks());
+  const size_t end = counter(3, 0, 0);
   return (end + kAlignment - 1) / kAlignment * kAlignment;
 }
 
 std::string OneShotStats::ToString() const {
   if (!enabled) return absl::StrCat("off: ", unavailable);
   return absl::StrCat("on up to ", max_bytes, " bytes: ", operations, " operations");
+}
+
+int OneShotPeerRounds(absl::Span<const OneShotPeerKey> batch, absl::Span<int> round) {
+  // Batches are a few messages: no map, nothing allocated.
+  int rounds = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    round[i] = 0;
+    for (size_t j = 0; j < i; ++j) {
+      if (batch[j].send == batch[i].send && batch[j].peer == batch[i].peer) ++round[i];
+    }
+    rounds = std::max(rounds, round[i] + 1);
+  }
+  return rounds;
 }
 
 bool OneShotReduces(DType dtype, ReduceOp op) {

@@ -21,8 +21,17 @@
 // that is finished the one before: a rank writes a peer's slot again two operations
 // later only after the peer is done reading it.
 //
+// Sends and receives (one_shot_kernel.h's LaunchOneShotPeers) pair two ranks, so they
+// keep counts of their own, per peer and block: the k-th message from rank p to rank q
+// travels in slot k % 2 of p's lines in q's window, flagged k + 1, and q tells p how
+// many it has taken (q writes into p's window after it read them all), so p writes a
+// slot again only once q took the message two before: a send waits for the receive two
+// messages before it, not for its own. The counts live on the device, as the epochs do.
+//
 // The window: two slots of max_blocks() regions (a line pair per rank and thread), then
-// one epoch per block (this rank's own).
+// one epoch per block (this rank's own); then the sends' and receives' lines, two slots
+// per source rank and block, and per peer and block the messages that peer took from
+// this rank (written by the peer), this rank sent it and this rank took from it.
 #ifndef GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_PLAN_H_
 #define GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_PLAN_H_
 
@@ -32,6 +41,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "genesis/core/dtype.h"
 #include "genesis/distributed/reduce_op.h"
 
@@ -43,6 +53,8 @@ inline constexpr int kOneShotThreads = 512;
 inline constexpr size_t kOneShotChunkBytes = size_t{kOneShotThreads} * 16;
 // The most ranks a kernel serves (the GPUs of one NVLink domain of a node).
 inline constexpr int kOneShotMaxRanks = 8;
+// The most sends and receives one kernel takes: one to and one from each peer.
+inline constexpr int kOneShotMaxMessages = 2 * (kOneShotMaxRanks - 1);
 // The most a group may ask for (GroupInfo::nccl_one_shot_bytes): beyond it every rank
 // would send its part to every peer in lines that are half flags, where NCCL's ring
 // sends it once.
@@ -100,11 +112,33 @@ class OneShotLayout {
   size_t slot_bytes() const { return max_blocks() * region_bytes(); }
   // Where the epoch of `block` is.
   size_t epoch(size_t block) const { return 2 * slot_bytes() + block * sizeof(uint32_t); }
+
+  // Sends and receives. Where block `block` of a message from rank `source` in slot
+  // 0 or 1 lands (a line pair per thread).
+  size_t peer_lines(int source, int slot, size_t block) const {
+    return peer_lines_start() +
+           ((static_cast<size_t>(source) * 2 + slot) * max_blocks() + block) * peer_lines_bytes();
+  }
+  static constexpr size_t peer_lines_bytes() { return size_t{kOneShotThreads} * 32; }
+  // How many messages `peer` took from this rank, block `block` of each (written by
+  // the peer); how many this rank sent to it; how many it took from it.
+  size_t taken_by(int peer, size_t block) const { return counter(0, peer, block); }
+  size_t sent_to(int peer, size_t block) const { return counter(1, peer, block); }
+  size_t taken_from(int peer, size_t block) const { return counter(2, peer, block); }
   // The window's size: NCCL's window alignment (4096 bytes) as a multiple.
   size_t bytes() const;
 
  private:
   OneShotLayout(size_t max_bytes, int ranks) : max_bytes_(max_bytes), ranks_(ranks) {}
+
+  // After the epochs, on a line's alignment.
+  size_t peer_lines_start() const { return (epoch(max_blocks()) + 255) / 256 * 256; }
+  // The three kinds of counts (taken by, sent to, taken from) after the lines.
+  size_t counter(int kind, int peer, size_t block) const {
+    const size_t start = peer_lines(ranks_, 0, 0);
+    return start +
+           ((static_cast<size_t>(kind) * ranks_ + peer) * max_blocks() + block) * sizeof(uint32_t);
+  }
 
   size_t max_bytes_;
   int ranks_;
@@ -120,6 +154,17 @@ struct OneShotStats {
   // "on up to 262144 bytes: 12 operations", or "off: <why>".
   std::string ToString() const;
 };
+
+// A batch of sends and receives (`send`, `peer` of each, in batch order) as launches of
+// at most one send to and one receive from each peer: message i goes in launch
+// `round[i]`, the number of messages of its direction and peer before it, so each
+// peer's messages keep their order. Returns the number of launches. `round` has the
+// batch's size.
+struct OneShotPeerKey {
+  bool send = true;
+  int peer = 0;
+};
+int OneShotPeerRounds(absl::Span<const OneShotPeerKey> batch, absl::Span<int> round);
 
 // Whether the kernels reduce `dtype` with `op`: every dtype and reduction NCCL has
 // (uint8, int8, int32, int64, float16, bfloat16, float32, float64; kAvg of the

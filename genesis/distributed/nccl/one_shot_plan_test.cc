@@ -1,5 +1,7 @@
 #include "genesis/distributed/nccl/one_shot_plan.h"
 
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace genesis::distributed::nccl_backend {
@@ -20,7 +22,45 @@ TEST(OneShotLayoutTest, RoundsToWholeChunksAndKeepsRegionsApart) {
   EXPECT_EQ(layout->epoch(0), 2 * layout->slot_bytes());
   EXPECT_EQ(layout->epoch(12), layout->epoch(0) + 12 * 4);
   EXPECT_EQ(layout->bytes() % 4096, 0u);
-  EXPECT_GE(layout->bytes(), layout->epoch(12) + 4);
+  EXPECT_GE(layout->peer_lines(0, 0, 0), layout->epoch(12) + 4);
+}
+
+TEST(OneShotLayoutTest, KeepsTheSendsAndReceivesApartAfterTheEpochs) {
+  absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(3 * kOneShotChunkBytes, 3);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  const size_t lines = OneShotLayout::peer_lines_bytes();
+  EXPECT_EQ(lines, kOneShotThreads * 32);
+  // After the last epoch, on 256 bytes; every source, slot and block in turn.
+  EXPECT_GE(layout->peer_lines(0, 0, 0), layout->epoch(2) + 4);
+  EXPECT_EQ(layout->peer_lines(0, 0, 0) % 256, 0u);
+  EXPECT_EQ(layout->peer_lines(0, 0, 1), layout->peer_lines(0, 0, 0) + lines);
+  EXPECT_EQ(layout->peer_lines(0, 1, 0), layout->peer_lines(0, 0, 2) + lines);
+  EXPECT_EQ(layout->peer_lines(1, 0, 0), layout->peer_lines(0, 1, 2) + lines);
+  // Then the counts: taken by each peer, sent to each, taken from each, a word per block.
+  EXPECT_EQ(layout->taken_by(0, 0), layout->peer_lines(2, 1, 2) + lines);
+  EXPECT_EQ(layout->taken_by(0, 1), layout->taken_by(0, 0) + 4);
+  EXPECT_EQ(layout->taken_by(1, 0), layout->taken_by(0, 2) + 4);
+  EXPECT_EQ(layout->sent_to(0, 0), layout->taken_by(2, 2) + 4);
+  EXPECT_EQ(layout->taken_from(0, 0), layout->sent_to(2, 2) + 4);
+  EXPECT_GE(layout->bytes(), layout->taken_from(2, 2) + 4);
+  EXPECT_LT(layout->bytes(), layout->taken_from(2, 2) + 4 + 4096);
+  EXPECT_EQ(layout->bytes() % 4096, 0u);
+}
+
+TEST(OneShotPeerRoundsTest, EachPeersMessagesInTurn) {
+  // Rank 0's batch: send to 1, receive from 1, send to 1, send to 2, receive from 1,
+  // send to 1: launch k holds each peer's k-th send and k-th receive.
+  const OneShotPeerKey batch[] = {{true, 1}, {false, 1}, {true, 1},
+                                  {true, 2}, {false, 1}, {true, 1}};
+  int round[6] = {-1, -1, -1, -1, -1, -1};
+  EXPECT_EQ(OneShotPeerRounds(batch, absl::MakeSpan(round)), 3);
+  EXPECT_EQ(std::vector<int>(round, round + 6), (std::vector<int>{0, 0, 1, 0, 1, 2}));
+  // An exchange with each peer: one launch.
+  const OneShotPeerKey ring[] = {{true, 1}, {false, 3}, {true, 3}, {false, 1}};
+  int one[4];
+  EXPECT_EQ(OneShotPeerRounds(ring, absl::MakeSpan(one)), 1);
+  EXPECT_EQ(std::vector<int>(one, one + 4), (std::vector<int>{0, 0, 0, 0}));
+  EXPECT_EQ(OneShotPeerRounds({}, {}), 0);
 }
 
 TEST(OneShotLayoutTest, ServesOperationsWhoseLargestBufferFits) {

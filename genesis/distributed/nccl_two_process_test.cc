@@ -708,8 +708,10 @@ TEST(NcclTwoProcessTest, OneShotSendsAndReceives) {
             Check(stream_of[m], message(0, 100 + m), absl::StrCat("queued message ", m)));
       }
     }
-    // A batch of a one-shot message and an NCCL one each way, then one of two one-shot
-    // messages each way (in opposite orders on the two ranks).
+    // A batch of a one-shot message and an NCCL one each way (two launches: the one-shot
+    // send before NCCL's group, the receive after it), then one of two one-shot messages
+    // each way, sends and receives interleaved differently on the two ranks (each
+    // peer's k-th send meets its k-th receive, as NCCL's do).
     GENESIS_ASSIGN_OR_TEXT(small_out, view(5000, 0, message(r, 200)));
     GENESIS_ASSIGN_OR_TEXT(small_in, view(5000, 0, zero));
     GENESIS_ASSIGN_OR_TEXT(big_out, view(int64_t{1} << 20, 0, message(r, 201)));
@@ -722,19 +724,21 @@ TEST(NcclTwoProcessTest, OneShotSendsAndReceives) {
     GENESIS_RETURN_IF_BAD(mixed.Wait());
     GENESIS_RETURN_IF_TEXT(Check(small_in, message(peer, 200), "one-shot message of a mix"));
     GENESIS_RETURN_IF_TEXT(Check(big_in, message(peer, 201), "NCCL's message of a mix"));
-    ++launches;
+    launches += 2;
     GENESIS_ASSIGN_OR_TEXT(second_out, view(3000, 1, message(r, 202)));
     GENESIS_ASSIGN_OR_TEXT(second_in, view(3000, 1, zero));
     GENESIS_RETURN_IF_BAD(small_in.Fill(0));
-    std::vector<StoragePeerOp> two = {{PeerOp::Kind::kSend, small_out, peer, 0},
-                                      {PeerOp::Kind::kRecv, small_in, peer, 0},
-                                      {PeerOp::Kind::kSend, second_out, peer, 0},
-                                      {PeerOp::Kind::kRecv, second_in, peer, 0}};
-    if (r == 1) std::reverse(two.begin(), two.end());
+    const StoragePeerOp send_first{PeerOp::Kind::kSend, small_out, peer, 0};
+    const StoragePeerOp send_second{PeerOp::Kind::kSend, second_out, peer, 0};
+    const StoragePeerOp receive_first{PeerOp::Kind::kRecv, small_in, peer, 0};
+    const StoragePeerOp receive_second{PeerOp::Kind::kRecv, second_in, peer, 0};
+    const std::vector<StoragePeerOp> two =
+        r == 0 ? std::vector<StoragePeerOp>{send_first, send_second, receive_first, receive_second}
+               : std::vector<StoragePeerOp>{receive_first, send_first, receive_second, send_second};
     GENESIS_ASSIGN_OR_TEXT(pairs, group.SendRecv(two));
     GENESIS_RETURN_IF_BAD(pairs.Wait());
-    GENESIS_RETURN_IF_TEXT(Check(small_in, message(peer, r == 0 ? 200 : 202), "first of two"));
-    GENESIS_RETURN_IF_TEXT(Check(second_in, message(peer, r == 0 ? 202 : 200), "second of two"));
+    GENESIS_RETURN_IF_TEXT(Check(small_in, message(peer, 200), "first of two"));
+    GENESIS_RETURN_IF_TEXT(Check(second_in, message(peer, 202), "second of two"));
     launches += 2;
     GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
     if (after.operations != before.operations + launches) {

@@ -185,12 +185,25 @@ __device__ bool ReceiveLL(const char* from, Pack& v, uint32_t flag, const volati
   return true;
 }
 
+// Programmatic dependent launch (sm_90 and later; every launch below asks for it): a
+// one-shot kernel may be launched while the kernel before it on its stream still runs,
+// which hides its launch's latency. It waits here until that kernel finished and its
+// writes are visible, then lets the next one-shot kernel be launched the same way (one
+// kernel ahead, no more).
+__device__ void AfterTheKernelBefore() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // One block: each thread sends its 16 bytes of the piece (reduce_scatter, all_to_all:
 // of the peer's part) to every peer's window, receives every peer's, and writes what
 // the operation makes of them.
 template <typename T, ReduceOp kOp>
 __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   __shared__ uint32_t epoch_of_block;
+  AfterTheKernelBefore();
   const int t = static_cast<int>(threadIdx.x);
   const size_t block = blockIdx.x;
   uint32_t* const epoch_word = reinterpret_cast<uint32_t*>(p.local + p.epochs) + block;
@@ -298,6 +311,7 @@ __device__ bool WaitForCount(const volatile uint32_t* taken, uint32_t least,
 __global__ void __launch_bounds__(kOneShotThreads) OneShotPeers(PeerParams p) {
   __shared__ uint32_t sequence;
   __shared__ int proceed;
+  AfterTheKernelBefore();
   const int t = static_cast<int>(threadIdx.x);
   int i = 0;
   while (i + 1 < p.count && blockIdx.x >= p.messages[i + 1].first_block) ++i;
@@ -343,9 +357,25 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShotPeers(PeerParams p) {
   }
 }
 
+// Queues `kernel(p)` on `stream` in `blocks` blocks, allowing programmatic dependent
+// launch (AfterTheKernelBefore). Errors show in cudaGetLastError.
+template <typename P>
+void LaunchEarly(void (*kernel)(P), unsigned blocks, cudaStream_t stream, const P& p) {
+  cudaLaunchAttribute early = {};
+  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(kOneShotThreads);
+  config.stream = stream;
+  config.attrs = &early;
+  config.numAttrs = 1;
+  (void)cudaLaunchKernelEx(&config, kernel, p);
+}
+
 template <typename T, ReduceOp kOp>
 void Launch(const Params& p, unsigned blocks, cudaStream_t stream) {
-  OneShot<T, kOp><<<blocks, kOneShotThreads, 0, stream>>>(p);
+  LaunchEarly(OneShot<T, kOp>, blocks, stream, p);
 }
 
 template <typename T>
@@ -497,7 +527,7 @@ absl::Status LaunchOneShotPeers(const OneShotPeerArgs& args, CUstream_st* stream
     to.aligned = reinterpret_cast<uintptr_t>(m.data) % 16 == 0;
     blocks += OneShotLayout::Blocks(m.bytes);
   }
-  OneShotPeers<<<static_cast<unsigned>(blocks), kOneShotThreads, 0, stream>>>(p);
+  LaunchEarly(OneShotPeers, static_cast<unsigned>(blocks), stream, p);
   const cudaError_t error = cudaGetLastError();
   if (error != cudaSuccess) {
     return absl::InternalError(

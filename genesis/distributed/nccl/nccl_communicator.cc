@@ -591,11 +591,7 @@ struct Comm {
   absl::Status LaunchOneShotLocked(OneShotArgs args, CUstream_st* stream, bool captured) {
     OneShotState& o = one_shot;
     GENESIS_RETURN_IF_ERROR(OrderOneShotLocked(stream, captured));
-    args.window = o.window;
-    args.local = o.local;
-    args.layout = &*o.layout;
-    args.rank = info.rank;
-    args.abort = o.abort;
+    static_cast<OneShotWindow&>(args) = OneShotWindowOf();
     GENESIS_RETURN_IF_ERROR(LaunchOneShot(args, stream));
     o.operations.fetch_add(1, std::memory_order_relaxed);
     return absl::OkStatus();
@@ -613,11 +609,7 @@ struct Comm {
     absl::InlinedVector<int, 4> round(batch.size());
     const int rounds = OneShotPeerRounds(keys, absl::MakeSpan(round));
     OneShotPeerArgs args;
-    args.window = o.window;
-    args.local = o.local;
-    args.layout = &*o.layout;
-    args.rank = info.rank;
-    args.abort = o.abort;
+    static_cast<OneShotWindow&>(args) = OneShotWindowOf();
     for (int r = 0; r < rounds; ++r) {
       std::array<OneShotMessage, kOneShotMaxMessages> launch;
       size_t count = 0;
@@ -629,6 +621,12 @@ struct Comm {
       o.operations.fetch_add(1, std::memory_order_relaxed);
     }
     return absl::OkStatus();
+  }
+
+  // What every one-shot launch needs of the group (set up once, read-only after).
+  OneShotWindow OneShotWindowOf() const {
+    const OneShotState& o = one_shot;
+    return {o.window, o.local, &*o.layout, info.rank, o.abort};
   }
 
   // Makes `stream` wait for the last one-shot operation when that was on another

@@ -16,16 +16,20 @@ struct CUstream_st;
 
 namespace genesis::distributed::nccl_backend {
 
-struct OneShotArgs {
+// What every launch needs of its group.
+struct OneShotWindow {
   // The group's symmetric window (an ncclWindow_t of NCCL 2.28) laid out as `layout`
   // says, and this rank's own bytes of it.
   void* window = nullptr;
   char* local = nullptr;
   const OneShotLayout* layout = nullptr;
   int rank = 0;
-  // Host memory mapped for the device: the kernel stops waiting for its peers once it
-  // is nonzero (the group failed), leaving `out` undefined.
+  // Host memory mapped for the device: a kernel stops waiting for its peers once it is
+  // nonzero (the group failed), leaving what it writes undefined.
   const volatile int* abort = nullptr;
+};
+
+struct OneShotArgs : OneShotWindow {
   // `kind` on `piece` bytes of `dtype` (one_shot_plan.h): `in` holds ranks x piece
   // bytes for reduce_scatter, `out` for all_gather, both for all_to_all, and both hold
   // `piece` bytes for the others. They may be the same buffer, and `out` may be a part
@@ -55,15 +59,10 @@ struct OneShotMessage {
   size_t bytes = 0;
 };
 
-// The group's window and this rank's place in it, as OneShotArgs has them, and the
-// messages of one launch: at most one send to and one receive from each peer (other
-// than `rank`); OneShotPeerRounds (one_shot_plan.h) splits a batch into such launches.
-struct OneShotPeerArgs {
-  void* window = nullptr;
-  char* local = nullptr;
-  const OneShotLayout* layout = nullptr;
-  int rank = 0;
-  const volatile int* abort = nullptr;
+// The messages of one launch: at most one send to and one receive from each peer
+// (other than `rank`); OneShotPeerRounds (one_shot_plan.h) splits a batch into such
+// launches.
+struct OneShotPeerArgs : OneShotWindow {
   absl::Span<const OneShotMessage> messages;
 };
 

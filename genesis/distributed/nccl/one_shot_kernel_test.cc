@@ -128,14 +128,16 @@ class FakeWindows {
 
   char* Local(int rank) const { return reinterpret_cast<char*>(base_ + rank * k4G); }
 
+  // Rank `rank`'s window, as every launch needs it.
+  OneShotWindow Window(int rank) const {
+    return {static_cast<ncclWindow_vidmem*>(device_windows_) + rank, Local(rank), layout_.get(),
+            rank, abort_};
+  }
+
   // Rank `rank`'s arguments for an all_reduce of `s` with `op`.
   OneShotArgs Args(int rank, const Storage& s, ReduceOp op) const {
     OneShotArgs args;
-    args.window = static_cast<ncclWindow_vidmem*>(device_windows_) + rank;
-    args.local = Local(rank);
-    args.layout = layout_.get();
-    args.rank = rank;
-    args.abort = abort_;
+    static_cast<OneShotWindow&>(args) = Window(rank);
     args.in = s.data_ptr();
     args.out = s.data_ptr();
     args.piece = static_cast<size_t>(s.numel()) * ItemSize(s.dtype());
@@ -161,11 +163,7 @@ class FakeWindows {
   // Rank `rank`'s arguments for one launch of `messages`.
   OneShotPeerArgs PeerArgs(int rank, absl::Span<const OneShotMessage> messages) const {
     OneShotPeerArgs args;
-    args.window = static_cast<ncclWindow_vidmem*>(device_windows_) + rank;
-    args.local = Local(rank);
-    args.layout = layout_.get();
-    args.rank = rank;
-    args.abort = abort_;
+    static_cast<OneShotWindow&>(args) = Window(rank);
     args.messages = messages;
     return args;
   }
@@ -366,26 +364,16 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
         for (int r = 0; r < n; ++r) {
           const auto& w = *ranks.windows;
           cudaStream_t s = ranks.streams[r].native();
-          ASSERT_TRUE(
-              LaunchOneShot(w.Args(r, OneShotKind::kBroadcast, b[r], b[r], ReduceOp::kSum, root), s)
-                  .ok());
-          ASSERT_TRUE(LaunchOneShot(
-                          w.Args(r, OneShotKind::kReduce, red[r], red[r], ReduceOp::kSum, root), s)
-                          .ok());
-          ASSERT_TRUE(LaunchOneShot(
-                          w.Args(r, OneShotKind::kAllGather, gin[r], gout[r], ReduceOp::kSum, 0), s)
-                          .ok());
-          ASSERT_TRUE(
-              LaunchOneShot(
-                  w.Args(r, OneShotKind::kReduceScatter, sin[r], sout[r], ReduceOp::kMax, 0), s)
-                  .ok());
-          ASSERT_TRUE(LaunchOneShot(
-                          w.Args(r, OneShotKind::kAllToAll, ain[r], aout[r], ReduceOp::kSum, 0), s)
-                          .ok());
-          ASSERT_TRUE(
-              LaunchOneShot(
-                  w.Args(r, OneShotKind::kAllToAll, aboth[r], aboth[r], ReduceOp::kSum, 0), s)
-                  .ok());
+          for (const OneShotArgs& args :
+               {w.Args(r, OneShotKind::kBroadcast, b[r], b[r], ReduceOp::kSum, root),
+                w.Args(r, OneShotKind::kReduce, red[r], red[r], ReduceOp::kSum, root),
+                w.Args(r, OneShotKind::kAllGather, gin[r], gout[r], ReduceOp::kSum, 0),
+                w.Args(r, OneShotKind::kReduceScatter, sin[r], sout[r], ReduceOp::kMax, 0),
+                w.Args(r, OneShotKind::kAllToAll, ain[r], aout[r], ReduceOp::kSum, 0),
+                w.Args(r, OneShotKind::kAllToAll, aboth[r], aboth[r], ReduceOp::kSum, 0)}) {
+            absl::Status launched = LaunchOneShot(args, s);
+            ASSERT_TRUE(launched.ok()) << OneShotKindName(args.kind) << ": " << launched;
+          }
         }
         ASSERT_TRUE(SyncAll(ranks).ok());
         ASSERT_FALSE(watchdog.Cancel()) << what << ": a rank waited for its peers for 20 s";

@@ -27,6 +27,7 @@ struct Params {
   size_t slot_bytes;    // The layout's: slot 1 starts there.
   size_t region_bytes;  // The layout's: block b's region starts at b times it.
   size_t epochs;        // The layout's epoch(0).
+  int threads;          // Per block: the layout's Threads(piece).
   OneShotKind kind;
   int rank;
   int ranks;
@@ -212,7 +213,7 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   const uint32_t epoch = epoch_of_block;
   // Never 0, the flags of lines never written (the epoch wraps after 2^32 operations).
   const uint32_t flag = epoch + 1 == 0 ? 1 : epoch + 1;
-  const size_t at = block * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
+  const size_t at = block * blockDim.x * 16 + static_cast<size_t>(t) * 16;
   const int valid = at < p.piece ? static_cast<int>(p.piece - at < 16 ? p.piece - at : 16) : 0;
   if (valid > 0) {
     // Rank q's lines from this thread's peer thread: at (q, t) of this block's region.
@@ -357,16 +358,16 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShotPeers(PeerParams p) {
   }
 }
 
-// Queues `kernel(p)` on `stream` in `blocks` blocks, allowing programmatic dependent
+// Queues `kernel(p)` on `stream` in `blocks` blocks of `threads`, allowing programmatic dependent
 // launch (AfterTheKernelBefore). Errors show in cudaGetLastError.
 template <typename P>
-void LaunchEarly(void (*kernel)(P), unsigned blocks, cudaStream_t stream, const P& p) {
+void LaunchEarly(void (*kernel)(P), unsigned blocks, int threads, cudaStream_t stream, const P& p) {
   cudaLaunchAttribute early = {};
   early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   early.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(blocks);
-  config.blockDim = dim3(kOneShotThreads);
+  config.blockDim = dim3(threads);
   config.stream = stream;
   config.attrs = &early;
   config.numAttrs = 1;
@@ -375,7 +376,7 @@ void LaunchEarly(void (*kernel)(P), unsigned blocks, cudaStream_t stream, const 
 
 template <typename T, ReduceOp kOp>
 void Launch(const Params& p, unsigned blocks, cudaStream_t stream) {
-  LaunchEarly(OneShot<T, kOp>, blocks, stream, p);
+  LaunchEarly(OneShot<T, kOp>, blocks, p.threads, stream, p);
 }
 
 template <typename T>
@@ -461,7 +462,8 @@ absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
                (spread ? args.piece : 0)) %
                   16 ==
               0;
-  const auto blocks = static_cast<unsigned>(OneShotLayout::Blocks(args.piece));
+  p.threads = layout.Threads(args.piece);
+  const auto blocks = static_cast<unsigned>(OneShotLayout::Blocks(args.piece, p.threads));
   // What only moves bytes runs the byte kernel (any alignment).
   const bool launched =
       OneShotReduces(args.kind)
@@ -527,7 +529,7 @@ absl::Status LaunchOneShotPeers(const OneShotPeerArgs& args, CUstream_st* stream
     to.aligned = reinterpret_cast<uintptr_t>(m.data) % 16 == 0;
     blocks += OneShotLayout::Blocks(m.bytes);
   }
-  LaunchEarly(OneShotPeers, static_cast<unsigned>(blocks), stream, p);
+  LaunchEarly(OneShotPeers, static_cast<unsigned>(blocks), kOneShotThreads, stream, p);
   const cudaError_t error = cudaGetLastError();
   if (error != cudaSuccess) {
     return absl::InternalError(

@@ -305,12 +305,15 @@ TEST_P(OneShotKernelTest, EveryDTypeAndReductionAtSizesAroundItsChunks) {
                       DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
     const int64_t item = static_cast<int64_t>(ItemSize(dtype));
     const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes) / item;
+    // The small pieces' blocks (OneShotLayout::Threads) and where they end.
+    const int64_t small = int64_t{kOneShotSmallThreads} * 16 / item;
+    const int64_t small_piece = static_cast<int64_t>(kOneShotSmallPiece) / item;
     const int64_t limit = static_cast<int64_t>(ranks.windows->layout().max_bytes()) / item;
     for (ReduceOp op :
          {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
       if (!OneShotReduces(dtype, op)) continue;
-      for (int64_t count :
-           {int64_t{1}, int64_t{3}, chunk - 1, chunk, chunk + 1, 5 * chunk + 7, limit}) {
+      for (int64_t count : {int64_t{1}, int64_t{3}, small + 1, chunk - 1, chunk, chunk + 1,
+                            small_piece, small_piece + 1, 5 * chunk + 7, limit}) {
         for (int64_t offset : {int64_t{0}, int64_t{1}}) {
           ASSERT_EQ(RunOnce(ranks, dtype, op, count, offset), "");
         }

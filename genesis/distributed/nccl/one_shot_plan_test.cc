@@ -63,6 +63,22 @@ TEST(OneShotPeerRoundsTest, EachPeersMessagesInTurn) {
   EXPECT_EQ(OneShotPeerRounds({}, {}), 0);
 }
 
+TEST(OneShotLayoutTest, SmallPiecesRunInSmallBlocksWhereTheyFit) {
+  absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(65536, 4);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->Threads(1), kOneShotSmallThreads);
+  EXPECT_EQ(layout->Threads(kOneShotSmallPiece), kOneShotSmallThreads);
+  EXPECT_EQ(layout->Threads(kOneShotSmallPiece + 1), kOneShotThreads);
+  EXPECT_EQ(OneShotLayout::Blocks(kOneShotSmallPiece, kOneShotSmallThreads),
+            kOneShotSmallPiece / (kOneShotSmallThreads * 16));
+  EXPECT_EQ(OneShotLayout::Blocks(kOneShotSmallPiece + 1), 3u);
+  // A window of one block: 8 KiB in blocks of 128 threads would need four.
+  absl::StatusOr<OneShotLayout> one = OneShotLayout::Create(kOneShotChunkBytes, 2);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->Threads(kOneShotSmallThreads * 16), kOneShotSmallThreads);
+  EXPECT_EQ(one->Threads(kOneShotSmallThreads * 16 + 1), kOneShotThreads);
+}
+
 TEST(OneShotLayoutTest, ServesOperationsWhoseLargestBufferFits) {
   absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(65536, 2);
   ASSERT_TRUE(layout.ok()) << layout.status();

@@ -53,7 +53,7 @@ inline constexpr int kOneShotThreads = 512;
 // blocks, each done sooner (OneShotLayout::Threads).
 inline constexpr int kOneShotSmallThreads = 128;
 inline constexpr size_t kOneShotSmallPiece = size_t{16} << 10;
-// The bytes of a piece one block handles.
+// The bytes of a piece one block of kOneShotThreads handles.
 inline constexpr size_t kOneShotChunkBytes = size_t{kOneShotThreads} * 16;
 // The most ranks a kernel serves (the GPUs of one NVLink domain of a node).
 inline constexpr int kOneShotMaxRanks = 8;

@@ -30,11 +30,14 @@ struct CUstream_st;
 
 namespace genesis::distributed {
 
-// Operations whose largest buffer has up to this many bytes take NCCL groups' one-shot
-// path by default (GroupInfo::nccl_one_shot_bytes). On two H200s it was faster than
-// NCCL for every operation up to 128 KiB and even at 256 KiB; at more ranks it sends
-// more (each rank to each peer), so the default stays below (docs/distributed.md).
-inline constexpr size_t kDefaultNcclOneShotBytes = size_t{64} << 10;
+// Operations in which a rank sends up to this many bytes take NCCL groups' one-shot path
+// by default (GroupInfo::nccl_one_shot_bytes): a collective's piece up to this over
+// ranks - 1 (all_reduce of up to 512 KiB at 2 ranks, 170 KiB at 4, 73 KiB at 8; an
+// all_gather's output of up to 1 MiB, 680 KiB, 585 KiB; broadcast and reduce up to
+// half the all_reduce's), a send up to this. On two and four H200s that kept the path
+// where it was ahead of NCCL or level with it (docs/distributed.md, "One-shot
+// collectives").
+inline constexpr size_t kDefaultNcclOneShotBytes = size_t{512} << 10;
 
 // Who a communicator is, for error messages and reports.
 struct GroupInfo {
@@ -56,7 +59,8 @@ struct GroupInfo {
   // ncclCommSplit, which the other client would never join).
   bool nccl_interop = false;
   // NCCL only: all_reduce, reduce, broadcast, all_gather, reduce_scatter, all_to_all
-  // and sends and receives whose largest buffer (message) has up to this many bytes run
+  // and sends and receives in which a rank sends up to this many bytes (a collective's
+  // piece times ranks - 1, twice that for broadcast and reduce; a message) run
   // genesis's one-shot kernel over a symmetric window instead of NCCL's
   // (nccl/nccl_communicator.h); 0: none.
   size_t nccl_one_shot_bytes = kDefaultNcclOneShotBytes;

@@ -53,8 +53,9 @@ absl::Duration Scaled(absl::Duration d) {
   return d;
 }
 
-// The one-shot tests' nccl_one_shot_bytes: above the default, so that they also cover
-// sizes a group may ask for.
+// The one-shot tests' nccl_one_shot_bytes: not the default, so that they also cover a
+// budget a group chooses. At 2 ranks it is the largest all_reduce (and message) of the
+// path, at 4 ranks a third of it (OneShotLayout).
 constexpr size_t kOneShotTestBytes = size_t{256} << 10;
 
 // Runs body(group) on `ranks` ranks of a fresh NCCL group (rank r on cuda:r) whose
@@ -491,21 +492,22 @@ TEST(NcclTwoProcessTest, LargeAllGatherInASymmetricWindowIsNotStaged) {
 }
 
 // The one-shot all_reduce: every dtype and reduction at sizes around its chunks and its
-// limit, in views that start off 16 bytes, with known results; messages one element
-// over the limit run NCCL's all_reduce.
+// limit (the budget over ranks - 1), in views that start off 16 bytes, with known
+// results; messages one element over the limit run NCCL's all_reduce.
 std::string OneShotAtEverySizeAndAlignment(ProcessGroup& group) {
   const int r = group.rank();
   const int n = group.size();
   const Device gpu = group.device();
   GENESIS_ASSIGN_OR_TEXT(before, NcclOneShot(group));
-  if (!before.enabled || before.max_bytes != kOneShotTestBytes) {
+  if (!before.enabled || before.budget != kOneShotTestBytes ||
+      before.max_piece != kOneShotTestBytes / static_cast<size_t>(n - 1)) {
     return absl::StrCat("one-shot all_reduce ", before.ToString());
   }
   int64_t expected_operations = before.operations;
   for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64, DType::kFloat16,
                       DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
     const int64_t item = static_cast<int64_t>(ItemSize(dtype));
-    const int64_t limit = static_cast<int64_t>(before.max_bytes) / item;
+    const int64_t limit = static_cast<int64_t>(before.max_piece) / item;
     const int64_t chunk = 8192 / item;
     for (int64_t count :
          {int64_t{1}, int64_t{3}, chunk - 1, chunk + 1, 3 * chunk + 5, limit, limit + 1}) {

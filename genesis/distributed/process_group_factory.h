@@ -77,14 +77,14 @@ struct GroupOptions {
   // process loaded.
   bool nccl_interop = false;
   // NCCL: all_reduce, reduce, broadcast, all_gather, reduce_scatter, all_to_all and
-  // sends and receives whose largest buffer (message) has up to this many bytes (at
-  // most 4 MiB) run genesis's one-shot kernel where the group's GPUs reach each other's
-  // memory (one node, NVLink or PCIe peer access, NCCL 2.28's symmetric memory, 2 to 8
-  // ranks, operations on the blocking communicator): each rank writes its part straight
-  // into every peer's memory, one kernel launch where NCCL's call alone takes about ten
-  // microseconds on the host
-  // (nccl/nccl_communicator.h). 0: NCCL runs every operation. Every rank must choose
-  // the same (ranks that differ are refused when the group is made).
+  // sends and receives in which a rank sends up to this many bytes (at most 4 MiB; a
+  // collective sends its piece to each of the ranks - 1 peers, communicator.h) run
+  // genesis's one-shot kernel where the group's GPUs reach each other's memory (one
+  // node, NVLink or PCIe peer access, NCCL 2.28's symmetric memory, 2 to 8 ranks,
+  // operations on the blocking communicator): each rank writes its part straight into
+  // every peer's memory, one kernel launch where NCCL's call alone takes about ten
+  // microseconds on the host (nccl/nccl_communicator.h). 0: NCCL runs every operation. Every rank
+  // must choose the same (ranks that differ are refused when the group is made).
   // GENESIS_NCCL_ONE_SHOT_BYTES=<bytes> sets it from the environment.
   size_t nccl_one_shot_bytes = kDefaultNcclOneShotBytes;
   // Gloo: the address this rank listens on. Empty: 127.0.0.1 when every rank is on

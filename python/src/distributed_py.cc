@@ -169,9 +169,10 @@ void RegisterDistributed(py::module_& m) {
       "that was measured faster), 'on' (every operation) or 'off'; "
       "every rank must pass the same, GENESIS_NCCL_REGISTER overrides it, and another word "
       "raises ValueError. `nccl_one_shot_bytes`: all_reduce, reduce, broadcast, all_gather, "
-      "reduce_scatter, all_to_all and sends and receives whose largest buffer (message) has "
-      "up to this many bytes (at most 4 MiB, else ValueError) run genesis's one-shot kernels "
-      "where the GPUs reach each other's "
+      "reduce_scatter, all_to_all and sends and receives in which a rank sends up to this "
+      "many bytes (a collective's piece times world size - 1, twice that for broadcast and "
+      "reduce; a message; at most 4 MiB, else "
+      "ValueError) run genesis's one-shot kernels where the GPUs reach each other's "
       "memory (one node), 0 for none; every rank must pass the same, "
       "GENESIS_NCCL_ONE_SHOT_BYTES overrides it.");
 }

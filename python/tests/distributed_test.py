@@ -1,5 +1,6 @@
-"""Gloo process groups from Python: two ranks started as torchrun starts them (its
-variables set by hand), every collective checked, and the launcher variables' errors."""
+"""Process groups from Python: two ranks started as torchrun starts them (its variables
+set by hand), every collective checked over Gloo and (on two GPUs) over NCCL, and the
+launcher variables' errors."""
 
 import os
 import socket
@@ -47,6 +48,48 @@ except ValueError as e:
 print("rank", r, "ok")
 """
 
+# Two ranks on two GPUs: every operation at sizes that take the one-shot kernel (up to
+# 512 KiB a rank sends by default) and NCCL's (beyond).
+NCCL_RANK_PROGRAM = r"""
+import genesis
+g = genesis.distributed.init_process_group("nccl", timeout=60)
+r, n = g.rank, g.size
+dev = "cuda:%d" % r
+
+
+def same(x, value, what):
+    got = x.to("cpu").tolist()
+    bad = [i for i, v in enumerate(got) if v != value]
+    assert not bad, (what, bad[:3], got[bad[0]])
+
+
+for count in (1, 1000, 16384, 131072, 131073, 1 << 20):
+    x = genesis.full((count,), float(r + 1), device=dev)
+    g.all_reduce(x)
+    same(x, 3.0, ("all_reduce", count))
+    b = genesis.full((count,), float(r + 5), device=dev)
+    g.broadcast(b, 1)
+    same(b, 6.0, ("broadcast", count))
+    out = genesis.zeros(n, count, device=dev)
+    g.all_gather(out, genesis.full((count,), float(r), device=dev))
+    for q in range(n):
+        same(out[q], float(q), ("all_gather", count, q))
+    rs = genesis.zeros(count, device=dev)
+    g.reduce_scatter(rs, genesis.full((n * count,), 2.0, device=dev))
+    same(rs, 4.0, ("reduce_scatter", count))
+    if r == 0:
+        g.send(genesis.full((count,), 7.0, device=dev), 1)
+    else:
+        got = genesis.zeros(count, device=dev)
+        g.recv(got, 0)
+        same(got, 7.0, ("recv", count))
+w = g.all_reduce(genesis.ones(8, device=dev), async_op=True)
+w.wait(timeout=30)
+assert w.is_completed()
+g.barrier()
+print("rank", r, "ok")
+"""
+
 
 def free_port():
     with socket.socket() as s:
@@ -79,6 +122,14 @@ class DistributedTest(unittest.TestCase):
     def test_two_gloo_ranks(self):
         run_id = uuid.uuid4().hex[:12]
         results = launch(RANK_PROGRAM, 2, {"GENESIS_RUN_ID": run_id})
+        for rank, (rc, out) in enumerate(results):
+            self.assertEqual(rc, 0, out)
+            self.assertIn(f"rank {rank} ok", out)
+
+    @unittest.skipUnless(genesis.cuda.device_count() >= 2, "needs two GPUs")
+    def test_two_nccl_ranks(self):
+        results = launch(NCCL_RANK_PROGRAM, 2, {"GENESIS_RUN_ID": uuid.uuid4().hex[:12]},
+                         timeout=180)
         for rank, (rc, out) in enumerate(results):
             self.assertEqual(rc, 0, out)
             self.assertIn(f"rank {rank} ok", out)

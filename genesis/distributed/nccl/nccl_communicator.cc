@@ -571,16 +571,17 @@ struct Comm {
     bool holds_last = false;
     std::atomic<int64_t> operations{0};
 
-    // Whether an operation whose largest buffer is `largest` bytes of `dtype` takes the
-    // one-shot path (`op`: a reduction's; none for broadcast and all_gather): the same
-    // answer on every rank.
-    bool Serves(size_t largest, DType dtype, std::optional<ReduceOp> op) const {
-      return enabled && layout->Serves(largest) && (!op.has_value() || OneShotReduces(dtype, *op));
+    // Whether a `kind` collective whose piece (what a rank sends each peer,
+    // one_shot_plan.h) is `piece` bytes of `dtype` takes the one-shot path (`op`: a reduction's;
+    // none for broadcast, all_gather and all_to_all): the same answer on every rank.
+    bool Serves(OneShotKind kind, size_t piece, DType dtype, std::optional<ReduceOp> op) const {
+      return enabled && layout->Serves(kind, piece) &&
+             (!op.has_value() || OneShotReduces(dtype, *op));
     }
     // Whether a send to or receive from `peer` of `bytes` takes it (the peer's end of
     // the message has the same size, so it decides alike). Not this rank's own.
     bool ServesMessage(size_t bytes, int peer, int rank) const {
-      return enabled && layout->Serves(bytes) && peer != rank;
+      return enabled && layout->ServesMessage(bytes) && peer != rank;
     }
   };
   OneShotState one_shot;
@@ -770,7 +771,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> AllReduce(const Buffer& b, ReduceOp op) override {
-    if (comm_->one_shot.Serves(b.bytes(), b.dtype, op)) {
+    if (comm_->one_shot.Serves(OneShotKind::kAllReduce, b.bytes(), b.dtype, op)) {
       return IssueOneShot(OpSummary("all_reduce", b, op), OneShotKind::kAllReduce, b, b, b.bytes(),
                           op);
     }
@@ -783,7 +784,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> Broadcast(const Buffer& b, int root) override {
-    if (comm_->one_shot.Serves(b.bytes(), b.dtype, std::nullopt)) {
+    if (comm_->one_shot.Serves(OneShotKind::kBroadcast, b.bytes(), b.dtype, std::nullopt)) {
       return IssueOneShot(OpSummary("broadcast", b, std::nullopt, " from rank ", root),
                           OneShotKind::kBroadcast, b, b, b.bytes(), std::nullopt, root);
     }
@@ -797,7 +798,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> Reduce(const Buffer& b, int root, ReduceOp op) override {
-    if (comm_->one_shot.Serves(b.bytes(), b.dtype, op)) {
+    if (comm_->one_shot.Serves(OneShotKind::kReduce, b.bytes(), b.dtype, op)) {
       return IssueOneShot(OpSummary("reduce", b, op, " to rank ", root), OneShotKind::kReduce, b, b,
                           b.bytes(), op, root);
     }
@@ -810,7 +811,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> AllGather(const Buffer& in, const Buffer& out) override {
-    if (comm_->one_shot.Serves(out.bytes(), in.dtype, std::nullopt)) {
+    if (comm_->one_shot.Serves(OneShotKind::kAllGather, in.bytes(), in.dtype, std::nullopt)) {
       return IssueOneShot(OpSummary("all_gather", in), OneShotKind::kAllGather, in, out, in.bytes(),
                           std::nullopt);
     }
@@ -822,7 +823,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::StatusOr<Work> ReduceScatter(const Buffer& in, const Buffer& out, ReduceOp op) override {
-    if (comm_->one_shot.Serves(in.bytes(), in.dtype, op)) {
+    if (comm_->one_shot.Serves(OneShotKind::kReduceScatter, out.bytes(), in.dtype, op)) {
       return IssueOneShot(OpSummary("reduce_scatter", in, op), OneShotKind::kReduceScatter, in, out,
                           out.bytes(), op);
     }
@@ -837,7 +838,7 @@ class NcclCommunicator final : public Communicator {
   absl::StatusOr<Work> AllToAll(const Buffer& in, const Buffer& out) override {
     const int n = comm_->info.size;
     const size_t chunk = in.bytes() / n;
-    if (comm_->one_shot.Serves(in.bytes(), in.dtype, std::nullopt)) {
+    if (comm_->one_shot.Serves(OneShotKind::kAllToAll, chunk, in.dtype, std::nullopt)) {
       return IssueOneShot(OpSummary("all_to_all", in), OneShotKind::kAllToAll, in, out, chunk,
                           std::nullopt);
     }
@@ -1159,7 +1160,8 @@ class NcclCommunicator final : public Communicator {
     const Comm::OneShotState& o = comm_->one_shot;
     OneShotStats stats;
     stats.enabled = o.enabled;
-    stats.max_bytes = o.layout.has_value() ? o.layout->max_bytes() : 0;
+    stats.budget = o.layout.has_value() ? o.layout->budget() : 0;
+    stats.max_piece = o.layout.has_value() ? o.layout->max_piece() : 0;
     stats.operations = o.operations.load(std::memory_order_relaxed);
     stats.unavailable = o.unavailable;
     return stats;

@@ -433,11 +433,10 @@ bool LaunchFor(DType dtype, ReduceOp op, const Params& p, unsigned blocks, cudaS
 absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
   const OneShotLayout& layout = *args.layout;
   const bool spread = OneShotScatters(args.kind) || OneShotGathers(args.kind);
-  const size_t largest = spread ? args.piece * layout.ranks() : args.piece;
-  if (args.piece == 0 || !layout.Serves(largest)) {
+  if (args.piece == 0 || args.piece > layout.max_piece()) {
     return absl::InvalidArgumentError(absl::StrCat("one-shot ", ToAbsl(OneShotKindName(args.kind)),
-                                                   " whose largest buffer has ", largest,
-                                                   " bytes (1 to ", layout.max_bytes(), ")"));
+                                                   " whose piece has ", args.piece, " bytes (1 to ",
+                                                   layout.max_piece(), ")"));
   }
   if (args.root < 0 || args.root >= layout.ranks()) {
     return absl::InvalidArgumentError(absl::StrCat("one-shot ", ToAbsl(OneShotKindName(args.kind)),
@@ -506,9 +505,9 @@ absl::Status LaunchOneShotPeers(const OneShotPeerArgs& args, CUstream_st* stream
       return absl::InvalidArgumentError(absl::StrCat(
           "one-shot ", what, " rank ", m.peer, " from rank ", args.rank, " of ", layout.ranks()));
     }
-    if (m.bytes == 0 || !layout.Serves(m.bytes)) {
+    if (!layout.ServesMessage(m.bytes)) {
       return absl::InvalidArgumentError(absl::StrCat("one-shot ", what, " rank ", m.peer, " of ",
-                                                     m.bytes, " bytes (1 to ", layout.max_bytes(),
+                                                     m.bytes, " bytes (1 to ", layout.budget(),
                                                      ")"));
     }
     uint32_t& seen = m.send ? sends : receives;

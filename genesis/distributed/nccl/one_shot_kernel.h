@@ -46,12 +46,12 @@ struct OneShotArgs : OneShotWindow {
 };
 
 // Queues the kernel on `stream`. InvalidArgument for a dtype and reduction it does not
-// serve (OneShotReduces), a largest buffer the layout does not serve or a root out of
-// range; the launch's error otherwise.
+// serve (OneShotReduces), a piece of 0 bytes or more than the window holds
+// (OneShotLayout::max_piece) or a root out of range; the launch's error otherwise.
 absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream);
 
 // One send or receive of a batch (LaunchOneShotPeers): `bytes` (1 to the layout's
-// max_bytes()) from or into `data`, any alignment.
+// budget()) from or into `data`, any alignment.
 struct OneShotMessage {
   bool send = true;
   int peer = 0;

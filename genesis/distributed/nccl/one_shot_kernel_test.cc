@@ -53,9 +53,9 @@ constexpr size_t k4G = size_t{1} << 32;
 // N ranks' windows in one process, zeroed, and an abort flag in mapped host memory.
 class FakeWindows {
  public:
-  static absl::StatusOr<std::unique_ptr<FakeWindows>> Create(int ranks, size_t max_bytes) {
+  static absl::StatusOr<std::unique_ptr<FakeWindows>> Create(int ranks, size_t budget) {
     auto w = std::unique_ptr<FakeWindows>(new FakeWindows());
-    GENESIS_ASSIGN_OR_RETURN(OneShotLayout layout, OneShotLayout::Create(max_bytes, ranks));
+    GENESIS_ASSIGN_OR_RETURN(OneShotLayout layout, OneShotLayout::Create(budget, ranks));
     w->layout_ = std::make_unique<OneShotLayout>(layout);
     GENESIS_ASSIGN_OR_RETURN(w->api_, cuda::LoadVirtualMemoryApi());
     const cuda::VirtualMemoryApi& api = *w->api_;
@@ -242,9 +242,11 @@ struct Ranks {
   std::vector<cuda::Stream> streams;
 };
 
-Ranks MakeRanks(int n, size_t max_bytes = size_t{256} << 10) {
+// `n` ranks whose windows serve sends and receives of up to `budget` bytes (and
+// collectives' pieces of up to budget / (n - 1)).
+Ranks MakeRanksWithBudget(int n, size_t budget) {
   Ranks ranks;
-  auto windows = FakeWindows::Create(n, max_bytes);
+  auto windows = FakeWindows::Create(n, budget);
   EXPECT_TRUE(windows.ok()) << windows.status();
   if (!windows.ok()) return ranks;
   ranks.windows = *std::move(windows);
@@ -254,6 +256,11 @@ Ranks MakeRanks(int n, size_t max_bytes = size_t{256} << 10) {
     if (stream.ok()) ranks.streams.push_back(*std::move(stream));
   }
   return ranks;
+}
+
+// `n` ranks whose windows serve collectives' pieces of up to `piece` bytes.
+Ranks MakeRanks(int n, size_t piece = size_t{256} << 10) {
+  return MakeRanksWithBudget(n, piece * static_cast<size_t>(n - 1));
 }
 
 absl::Status SyncAll(Ranks& ranks) {
@@ -308,7 +315,7 @@ TEST_P(OneShotKernelTest, EveryDTypeAndReductionAtSizesAroundItsChunks) {
     // The small pieces' blocks (OneShotLayout::Threads) and where they end.
     const int64_t small = int64_t{kOneShotSmallThreads} * 16 / item;
     const int64_t small_piece = static_cast<int64_t>(kOneShotSmallPiece) / item;
-    const int64_t limit = static_cast<int64_t>(ranks.windows->layout().max_bytes()) / item;
+    const int64_t limit = static_cast<int64_t>(ranks.windows->layout().max_piece()) / item;
     for (ReduceOp op :
          {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
       if (!OneShotReduces(dtype, op)) continue;
@@ -331,12 +338,12 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
   Ranks ranks = MakeRanks(n, n <= 4 ? size_t{256} << 10 : size_t{64} << 10);
   ASSERT_NE(ranks.windows, nullptr);
   const Device gpu = Device::Cuda(0);
-  const int64_t limit = static_cast<int64_t>(ranks.windows->layout().max_bytes()) / 4;
+  const auto max_piece = static_cast<int64_t>(ranks.windows->layout().max_piece());
   for (DType dtype : {DType::kInt32, DType::kBFloat16, DType::kInt8}) {
-    const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes / ItemSize(dtype));
-    for (int64_t piece : {int64_t{1}, int64_t{5}, chunk + 3, 2 * chunk, limit / n}) {
-      // The gather's output, the scatter's input and all_to_all's buffers hold n pieces.
-      if (n * piece * static_cast<int64_t>(ItemSize(dtype)) > 4 * limit) continue;
+    const auto item = static_cast<int64_t>(ItemSize(dtype));
+    const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes) / item;
+    // The gather's output, the scatter's input and all_to_all's buffers hold n pieces.
+    for (int64_t piece : {int64_t{1}, int64_t{5}, chunk + 3, 2 * chunk, max_piece / item}) {
       for (int64_t offset : {int64_t{0}, int64_t{1}}) {
         const std::string what = absl::StrCat(n, " ranks, ", ToAbsl(DTypeName(dtype)), ", piece ",
                                               piece, " at +", offset);
@@ -421,10 +428,10 @@ std::function<double(int64_t)> Message(int from, int to, int k) {
 TEST_P(OneShotKernelTest, SendsAndReceivesAmongEveryPair) {
   GENESIS_SKIP_WITHOUT_GPU();
   const int n = GetParam();
-  Ranks ranks = MakeRanks(n, size_t{64} << 10);
+  Ranks ranks = MakeRanksWithBudget(n, size_t{64} << 10);
   ASSERT_NE(ranks.windows, nullptr);
   const Device gpu = Device::Cuda(0);
-  const auto limit = static_cast<int64_t>(ranks.windows->layout().max_bytes());
+  const auto limit = static_cast<int64_t>(ranks.windows->layout().budget());
   const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes);
   const int64_t sizes[] = {1, 17, chunk, chunk + 3, 3 * chunk - 1, limit};
   for (int k = 0; k < 5; ++k) {
@@ -477,7 +484,7 @@ TEST_P(OneShotKernelTest, SendsAndReceivesAmongEveryPair) {
 // receives; then every message arrives, in order.
 TEST(OneShotKernelTest, SendsWaitForTheReceiveTwoBefore) {
   GENESIS_SKIP_WITHOUT_GPU();
-  Ranks ranks = MakeRanks(2, size_t{64} << 10);
+  Ranks ranks = MakeRanksWithBudget(2, size_t{64} << 10);
   ASSERT_NE(ranks.windows, nullptr);
   constexpr int kMessages = 12;
   std::vector<Storage> out, in;
@@ -516,7 +523,7 @@ TEST(OneShotKernelTest, SendsWaitForTheReceiveTwoBefore) {
 // replays.
 TEST(OneShotKernelTest, SendsAndReceivesInGraphsReplay) {
   GENESIS_SKIP_WITHOUT_GPU();
-  Ranks ranks = MakeRanks(2, size_t{64} << 10);
+  Ranks ranks = MakeRanksWithBudget(2, size_t{64} << 10);
   ASSERT_NE(ranks.windows, nullptr);
   std::vector<Storage> out, in;
   std::vector<cuda::Graph> graphs;
@@ -656,7 +663,7 @@ TEST(OneShotKernelTest, AWaitingKernelStopsWhenTheGroupFails) {
 
 TEST(OneShotKernelTest, RefusesWhatItDoesNotServe) {
   GENESIS_SKIP_WITHOUT_GPU();
-  Ranks ranks = MakeRanks(2, 16384);
+  Ranks ranks = MakeRanksWithBudget(2, 16384);
   ASSERT_NE(ranks.windows, nullptr);
   auto ints = Filled(
       10, DType::kInt32, [](int64_t i) { return i; }, Device::Cuda(0));
@@ -669,10 +676,10 @@ TEST(OneShotKernelTest, RefusesWhatItDoesNotServe) {
       << avg;
   absl::Status too_big = LaunchOneShot(ranks.windows->Args(0, *big, ReduceOp::kSum), nullptr);
   EXPECT_EQ(too_big.code(), absl::StatusCode::kInvalidArgument) << too_big;
-  EXPECT_NE(too_big.message().find("all_reduce whose largest buffer has 16388 bytes (1 to 16384)"),
+  EXPECT_NE(too_big.message().find("all_reduce whose piece has 16388 bytes (1 to 16384)"),
             std::string::npos)
       << too_big;
-  // A gather whose output would exceed the limit, and a root out of range.
+  // A gather whose piece exceeds the limit, and a root out of range.
   OneShotArgs gather =
       ranks.windows->Args(0, OneShotKind::kAllGather, *big, *big, ReduceOp::kSum, 0);
   gather.piece = 8200 * 4 / 2 + 4;

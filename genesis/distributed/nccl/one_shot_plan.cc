@@ -6,16 +6,17 @@
 
 namespace genesis::distributed::nccl_backend {
 
-absl::StatusOr<OneShotLayout> OneShotLayout::Create(size_t max_bytes, int ranks) {
+absl::StatusOr<OneShotLayout> OneShotLayout::Create(size_t budget, int ranks) {
   if (ranks < 2 || ranks > kOneShotMaxRanks) {
     return absl::InvalidArgumentError(absl::StrCat(
         "one-shot collectives among ", ranks, " ranks (it serves 2 to ", kOneShotMaxRanks, ")"));
   }
-  if (max_bytes == 0 || max_bytes > kOneShotMaxBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("one-shot collectives of up to ", max_bytes,
-                                                   " bytes (1 to ", kOneShotMaxBytes, " serve)"));
+  if (budget == 0 || budget > kOneShotMaxBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("one-shot operations of up to ", budget,
+                                                   " bytes a rank sends (1 to ", kOneShotMaxBytes,
+                                                   " serve)"));
   }
-  return OneShotLayout(Blocks(max_bytes) * kOneShotChunkBytes, ranks);
+  return OneShotLayout(budget, ranks);
 }
 
 std::string_view OneShotKindName(OneShotKind kind) {
@@ -44,7 +45,8 @@ size_t OneShotLayout::bytes() const {
 
 std::string OneShotStats::ToString() const {
   if (!enabled) return absl::StrCat("off: ", unavailable);
-  return absl::StrCat("on up to ", max_bytes, " bytes: ", operations, " operations");
+  return absl::StrCat("on, up to ", budget, " bytes a rank sends (collectives' pieces up to ",
+                      max_piece, "): ", operations, " operations");
 }
 
 int OneShotPeerRounds(absl::Span<const OneShotPeerKey> batch, absl::Span<int> round) {

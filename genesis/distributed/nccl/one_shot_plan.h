@@ -13,6 +13,11 @@
 // one rank contributes per rank it serves: the buffer for all_reduce, reduce and
 // broadcast, the input for all_gather, the output for reduce_scatter, one rank's part
 // for all_to_all.
+// Which operations take the path is a budget of what one rank sends (Create): a
+// collective sends its piece to each of the ranks - 1 peers, so its piece may be up to
+// budget / (ranks - 1) (half that for broadcast and reduce, whose NCCL sends less), and
+// a send up to the budget (docs/distributed.md, "One-shot collectives", has the
+// measurements).
 // Thread block b of t threads (Threads()) handles bytes [b * 16t, (b + 1) * 16t) of the
 // piece, and its lines from rank q land in region b of the slot at q's place.
 // Each block keeps its own count of the operations it took part in (its epoch), and
@@ -59,8 +64,8 @@ inline constexpr size_t kOneShotChunkBytes = size_t{kOneShotThreads} * 16;
 inline constexpr int kOneShotMaxRanks = 8;
 // The most sends and receives one kernel takes: one to and one from each peer.
 inline constexpr int kOneShotMaxMessages = 2 * (kOneShotMaxRanks - 1);
-// The most a group may ask for (GroupInfo::nccl_one_shot_bytes): beyond it every rank
-// would send its part to every peer in lines that are half flags, where NCCL's ring
+// The most budget a group may ask for (GroupInfo::nccl_one_shot_bytes): beyond it every
+// rank would send its part to every peer in lines that are half flags, where NCCL's ring
 // sends it once.
 inline constexpr size_t kOneShotMaxBytes = size_t{4} << 20;
 
@@ -88,23 +93,46 @@ constexpr bool OneShotGathers(OneShotKind kind) {
 
 class OneShotLayout {
  public:
-  // The window of a group of `ranks` (2 to kOneShotMaxRanks) whose operations of up to
-  // `max_bytes` (1 to kOneShotMaxBytes, rounded up to whole chunks) take the one-shot
-  // path. InvalidArgument naming the value otherwise.
-  static absl::StatusOr<OneShotLayout> Create(size_t max_bytes, int ranks);
+  // The window of a group of `ranks` (2 to kOneShotMaxRanks) where a rank sends up to
+  // `budget` bytes (1 to kOneShotMaxBytes) in one one-shot operation: a collective
+  // whose piece has up to budget / (ranks - 1) bytes (every rank sends its piece to
+  // each peer), a send of up to `budget` bytes. InvalidArgument naming the value
+  // otherwise.
+  static absl::StatusOr<OneShotLayout> Create(size_t budget, int ranks);
 
-  // The largest buffer of an operation it serves, a whole number of chunks.
-  size_t max_bytes() const { return max_bytes_; }
+  // GroupInfo::nccl_one_shot_bytes: the most a rank sends in one operation.
+  size_t budget() const { return budget_; }
   int ranks() const { return ranks_; }
+  // The largest piece of a collective the window holds: budget / (ranks - 1).
+  size_t max_piece() const { return budget_ / static_cast<size_t>(ranks_ - 1); }
+  // The largest piece of a `kind` collective that takes the path: max_piece(), half of
+  // it for broadcast and reduce (NCCL sends their buffer once along a chain, half of
+  // what its all_reduce sends, where the kernel sends every rank's to every peer).
+  size_t MaxPiece(OneShotKind kind) const {
+    const bool chained = kind == OneShotKind::kBroadcast || kind == OneShotKind::kReduce;
+    return chained ? max_piece() / 2 : max_piece();
+  }
+  // Whether a `kind` collective whose piece has `piece` bytes takes the path: the same
+  // answer on every rank.
+  bool Serves(OneShotKind kind, size_t piece) const {
+    return piece != 0 && piece <= MaxPiece(kind);
+  }
+  // Whether a send or receive of `bytes` takes it (both ends of a message decide alike).
+  bool ServesMessage(size_t bytes) const { return bytes != 0 && bytes <= budget_; }
+  // The largest buffer of a `kind` collective that takes the path: one piece
+  // (all_reduce, reduce, broadcast) or one per rank (all_gather, reduce_scatter,
+  // all_to_all).
+  size_t MaxLargest(OneShotKind kind) const {
+    const bool spread = OneShotScatters(kind) || OneShotGathers(kind);
+    return spread ? MaxPiece(kind) * static_cast<size_t>(ranks_) : MaxPiece(kind);
+  }
   // Blocks of the largest piece: one region and one epoch each.
-  size_t max_blocks() const { return max_bytes_ / kOneShotChunkBytes; }
+  size_t max_blocks() const { return Blocks(max_piece()); }
+  // Blocks of the largest message: two slots of lines per source rank each.
+  size_t max_message_blocks() const { return Blocks(budget_); }
 
-  // Whether an operation whose largest buffer (the output of all_gather, the input of
-  // reduce_scatter, the buffer of the others) has `largest` bytes takes the path.
-  bool Serves(size_t largest) const { return largest != 0 && largest <= max_bytes_; }
-
-  // Blocks of a kernel of `threads` threads per block whose piece has `piece_bytes`
-  // (> 0).
+  // Blocks of a kernel of `threads` threads per block whose piece (message) has
+  // `piece_bytes`.
   static size_t Blocks(size_t piece_bytes, int threads = kOneShotThreads) {
     const size_t chunk = static_cast<size_t>(threads) * 16;
     return (piece_bytes + chunk - 1) / chunk;
@@ -135,7 +163,8 @@ class OneShotLayout {
   // 0 or 1 lands (a line pair per thread).
   size_t peer_lines(int source, int slot, size_t block) const {
     return peer_lines_start() +
-           ((static_cast<size_t>(source) * 2 + slot) * max_blocks() + block) * peer_lines_bytes();
+           ((static_cast<size_t>(source) * 2 + slot) * max_message_blocks() + block) *
+               peer_lines_bytes();
   }
   static constexpr size_t peer_lines_bytes() { return size_t{kOneShotThreads} * 32; }
   // How many messages `peer` took from this rank, block `block` of each (written by
@@ -147,29 +176,31 @@ class OneShotLayout {
   size_t bytes() const;
 
  private:
-  OneShotLayout(size_t max_bytes, int ranks) : max_bytes_(max_bytes), ranks_(ranks) {}
+  OneShotLayout(size_t budget, int ranks) : budget_(budget), ranks_(ranks) {}
 
   // After the epochs, on a line's alignment.
   size_t peer_lines_start() const { return (epoch(max_blocks()) + 255) / 256 * 256; }
   // The three kinds of counts (taken by, sent to, taken from) after the lines.
   size_t counter(int kind, int peer, size_t block) const {
     const size_t start = peer_lines(ranks_, 0, 0);
-    return start +
-           ((static_cast<size_t>(kind) * ranks_ + peer) * max_blocks() + block) * sizeof(uint32_t);
+    return start + ((static_cast<size_t>(kind) * ranks_ + peer) * max_message_blocks() + block) *
+                       sizeof(uint32_t);
   }
 
-  size_t max_bytes_;
+  size_t budget_;
   int ranks_;
 };
 
 // What a communicator's one-shot collectives do (nccl_communicator.h's OneShot).
 struct OneShotStats {
   bool enabled = false;
-  size_t max_bytes = 0;     // Operations whose largest buffer is up to this take it.
+  size_t budget = 0;        // GroupInfo::nccl_one_shot_bytes (OneShotLayout::budget).
+  size_t max_piece = 0;     // Collectives whose piece is up to this take it.
   int64_t operations = 0;   // Operations it ran so far.
   std::string unavailable;  // Why it is not enabled.
 
-  // "on up to 262144 bytes: 12 operations", or "off: <why>".
+  // "on, up to 524288 bytes a rank sends (collectives' pieces up to 174762): 12
+  // operations", or "off: <why>".
   std::string ToString() const;
 };
 

@@ -8,10 +8,13 @@ namespace genesis::distributed::nccl_backend {
 namespace {
 
 TEST(OneShotLayoutTest, RoundsToWholeChunksAndKeepsRegionsApart) {
-  absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(100000, 4);
+  // Each rank sends its piece to three peers: pieces of up to 100000 bytes.
+  absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(300002, 4);
   ASSERT_TRUE(layout.ok()) << layout.status();
-  EXPECT_EQ(layout->max_bytes(), 13 * kOneShotChunkBytes);  // 100000 / 8192 = 12.2.
-  EXPECT_EQ(layout->max_blocks(), 13u);
+  EXPECT_EQ(layout->budget(), 300002u);
+  EXPECT_EQ(layout->max_piece(), 100000u);
+  EXPECT_EQ(layout->max_blocks(), 13u);          // 100000 / 8192 = 12.2.
+  EXPECT_EQ(layout->max_message_blocks(), 37u);  // 300002 / 8192 = 36.6.
   // A region per block: two 16-byte lines per rank and thread.
   EXPECT_EQ(layout->region_bytes(), 4 * kOneShotThreads * 32);
   EXPECT_EQ(layout->region(0), 0u);
@@ -26,12 +29,15 @@ TEST(OneShotLayoutTest, RoundsToWholeChunksAndKeepsRegionsApart) {
 }
 
 TEST(OneShotLayoutTest, KeepsTheSendsAndReceivesApartAfterTheEpochs) {
+  // Messages of up to three chunks; collectives' pieces of up to one and a half.
   absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(3 * kOneShotChunkBytes, 3);
   ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->max_blocks(), 2u);
+  EXPECT_EQ(layout->max_message_blocks(), 3u);
   const size_t lines = OneShotLayout::peer_lines_bytes();
   EXPECT_EQ(lines, kOneShotThreads * 32);
   // After the last epoch, on 256 bytes; every source, slot and block in turn.
-  EXPECT_GE(layout->peer_lines(0, 0, 0), layout->epoch(2) + 4);
+  EXPECT_GE(layout->peer_lines(0, 0, 0), layout->epoch(1) + 4);
   EXPECT_EQ(layout->peer_lines(0, 0, 0) % 256, 0u);
   EXPECT_EQ(layout->peer_lines(0, 0, 1), layout->peer_lines(0, 0, 0) + lines);
   EXPECT_EQ(layout->peer_lines(0, 1, 0), layout->peer_lines(0, 0, 2) + lines);
@@ -64,7 +70,7 @@ TEST(OneShotPeerRoundsTest, EachPeersMessagesInTurn) {
 }
 
 TEST(OneShotLayoutTest, SmallPiecesRunInSmallBlocksWhereTheyFit) {
-  absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(65536, 4);
+  absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(3 * 65536, 4);
   ASSERT_TRUE(layout.ok()) << layout.status();
   EXPECT_EQ(layout->Threads(1), kOneShotSmallThreads);
   EXPECT_EQ(layout->Threads(kOneShotSmallPiece), kOneShotSmallThreads);
@@ -79,13 +85,51 @@ TEST(OneShotLayoutTest, SmallPiecesRunInSmallBlocksWhereTheyFit) {
   EXPECT_EQ(one->Threads(kOneShotSmallThreads * 16 + 1), kOneShotThreads);
 }
 
-TEST(OneShotLayoutTest, ServesOperationsWhoseLargestBufferFits) {
-  absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(65536, 2);
-  ASSERT_TRUE(layout.ok()) << layout.status();
-  EXPECT_FALSE(layout->Serves(0));
-  EXPECT_TRUE(layout->Serves(1));
-  EXPECT_TRUE(layout->Serves(65536));
-  EXPECT_FALSE(layout->Serves(65537));
+TEST(OneShotLayoutTest, ServesWhatARankSendsWithinItsBudget) {
+  constexpr OneShotKind kAllReduce = OneShotKind::kAllReduce;
+  // Two ranks: a rank sends its piece to its one peer.
+  absl::StatusOr<OneShotLayout> two = OneShotLayout::Create(65536, 2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->max_piece(), 65536u);
+  EXPECT_FALSE(two->Serves(kAllReduce, 0));
+  EXPECT_TRUE(two->Serves(kAllReduce, 1));
+  EXPECT_TRUE(two->Serves(kAllReduce, 65536));
+  EXPECT_FALSE(two->Serves(kAllReduce, 65537));
+  EXPECT_FALSE(two->ServesMessage(0));
+  EXPECT_TRUE(two->ServesMessage(65536));
+  EXPECT_FALSE(two->ServesMessage(65537));
+  EXPECT_EQ(two->MaxLargest(kAllReduce), 65536u);
+  EXPECT_EQ(two->MaxLargest(OneShotKind::kAllGather), 131072u);
+  // Broadcast and reduce, whose NCCL sends half of what its all_reduce does: half.
+  for (OneShotKind kind : {OneShotKind::kBroadcast, OneShotKind::kReduce}) {
+    EXPECT_EQ(two->MaxPiece(kind), 32768u) << OneShotKindName(kind);
+    EXPECT_TRUE(two->Serves(kind, 32768)) << OneShotKindName(kind);
+    EXPECT_FALSE(two->Serves(kind, 32769)) << OneShotKindName(kind);
+    EXPECT_EQ(two->MaxLargest(kind), 32768u) << OneShotKindName(kind);
+  }
+  // Four ranks: to three peers, so pieces of a third; a message to one peer, the budget.
+  absl::StatusOr<OneShotLayout> four = OneShotLayout::Create(3 * 65536 + 2, 4);
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_EQ(four->max_piece(), 65536u);
+  EXPECT_TRUE(four->Serves(kAllReduce, 65536));
+  EXPECT_FALSE(four->Serves(kAllReduce, 65537));
+  EXPECT_TRUE(four->ServesMessage(3 * 65536 + 2));
+  EXPECT_FALSE(four->ServesMessage(3 * 65536 + 3));
+  EXPECT_EQ(four->MaxLargest(kAllReduce), 65536u);
+  EXPECT_EQ(four->MaxLargest(OneShotKind::kBroadcast), 32768u);
+  for (OneShotKind kind :
+       {OneShotKind::kAllGather, OneShotKind::kReduceScatter, OneShotKind::kAllToAll}) {
+    EXPECT_TRUE(four->Serves(kind, 65536)) << OneShotKindName(kind);
+    EXPECT_FALSE(four->Serves(kind, 65537)) << OneShotKindName(kind);
+    EXPECT_EQ(four->MaxLargest(kind), 4 * 65536u) << OneShotKindName(kind);
+  }
+  // A budget below ranks - 1 bytes serves messages but no collective.
+  absl::StatusOr<OneShotLayout> tiny = OneShotLayout::Create(6, 8);
+  ASSERT_TRUE(tiny.ok()) << tiny.status();
+  EXPECT_FALSE(tiny->Serves(kAllReduce, 1));
+  EXPECT_TRUE(tiny->ServesMessage(6));
+  EXPECT_EQ(tiny->max_blocks(), 0u);
+  EXPECT_EQ(tiny->Threads(1), kOneShotThreads);
 }
 
 TEST(OneShotKindTest, NamesAndWhichReduce) {
@@ -124,7 +168,9 @@ TEST(OneShotLayoutTest, BlocksCoverTheMessage) {
   EXPECT_EQ(OneShotLayout::Blocks(kOneShotMaxBytes), kOneShotMaxBytes / kOneShotChunkBytes);
   absl::StatusOr<OneShotLayout> exact = OneShotLayout::Create(kOneShotMaxBytes, 8);
   ASSERT_TRUE(exact.ok()) << exact.status();
-  EXPECT_EQ(exact->max_bytes(), kOneShotMaxBytes);
+  EXPECT_EQ(exact->budget(), kOneShotMaxBytes);
+  EXPECT_EQ(exact->max_piece(), kOneShotMaxBytes / 7);
+  EXPECT_EQ(exact->max_message_blocks(), kOneShotMaxBytes / kOneShotChunkBytes);
 }
 
 TEST(OneShotLayoutTest, RefusesSizesAndRankCountsItCannotServe) {
@@ -160,8 +206,10 @@ TEST(OneShotReducesTest, EveryNcclTypeAndReductionButIntegerAverages) {
 }
 
 TEST(OneShotStatsTest, SaysWhatItDoesOrWhyNot) {
-  OneShotStats on{true, 262144, 12, ""};
-  EXPECT_EQ(on.ToString(), "on up to 262144 bytes: 12 operations");
+  OneShotStats on{true, 524288, 174762, 12, ""};
+  EXPECT_EQ(on.ToString(),
+            "on, up to 524288 bytes a rank sends (collectives' pieces up to 174762): 12 "
+            "operations");
   OneShotStats off;
   off.unavailable = "1 ranks (it serves 2 to 8)";
   EXPECT_EQ(off.ToString(), "off: 1 ranks (it serves 2 to 8)");

@@ -55,7 +55,7 @@ absl::Duration Scaled(absl::Duration d) {
 
 // The one-shot tests' nccl_one_shot_bytes: not the default, so that they also cover a
 // budget a group chooses. At 2 ranks it is the largest all_reduce (and message) of the
-// path, at 4 ranks a third of it (OneShotLayout).
+// path, at 4 ranks a sixth of it (OneShotLayout::MaxPiece).
 constexpr size_t kOneShotTestBytes = size_t{256} << 10;
 
 // Runs body(group) on `ranks` ranks of a fresh NCCL group (rank r on cuda:r) whose
@@ -82,6 +82,13 @@ std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>
     if (!group.ok()) return std::string(group.status().ToString());
     return body(**group);
   });
+}
+
+// RunNccl with the one-shot path off: every operation goes to NCCL.
+std::vector<RankOutcome> RunNcclWithoutOneShot(
+    const std::function<std::string(ProcessGroup&)>& body) {
+  return RunNccl(body, absl::Seconds(60), /*blocking=*/true, NcclRegistration::kAuto,
+                 /*one_shot_bytes=*/0);
 }
 
 // RunNccl with one-shot operations up to kOneShotTestBytes.
@@ -231,8 +238,9 @@ bool InOnePiece(const memory::CudaVirtualMemory& vm, const Storage& s) {
 // through its staging area, the second works in place: both run the operation
 // registered, and both get every rank's part. Operations the policy leaves
 // unregistered then run on the same memory (registered on one rank) and stay right.
+// One-shot operations are off, so that every size here goes to NCCL.
 TEST(NcclTwoProcessTest, RanksWhosePoolsPlaceBuffersDifferentlyAgree) {
-  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+  ExpectAllOk(RunNcclWithoutOneShot([](ProcessGroup& group) -> std::string {
     const int r = group.rank();
     const Device gpu = group.device();
     GENESIS_ASSIGN_OR_TEXT(vm, memory::DeviceVirtualMemory(gpu.index()));
@@ -309,9 +317,10 @@ TEST(NcclTwoProcessTest, RanksWhosePoolsPlaceBuffersDifferentlyAgree) {
 // hold the same two exchanges in opposite orders, one of 8 MiB (registered) and one of
 // 1 MiB (not), so each rank issues a registered group and a plain one. Then all_to_all
 // of 8 MiB (registered) and of 1 MiB (not). Every message arrives, and only the
-// registered ones touch the registration.
+// registered ones touch the registration. One-shot operations are off, so that every
+// size here goes to NCCL.
 TEST(NcclTwoProcessTest, BatchesMixingRegisteredAndPlainMessagesArrive) {
-  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
+  ExpectAllOk(RunNcclWithoutOneShot([](ProcessGroup& group) -> std::string {
     const int r = group.rank();
     const int peer = 1 - r;
     const Device gpu = group.device();
@@ -492,8 +501,8 @@ TEST(NcclTwoProcessTest, LargeAllGatherInASymmetricWindowIsNotStaged) {
 }
 
 // The one-shot all_reduce: every dtype and reduction at sizes around its chunks and its
-// limit (the budget over ranks - 1), in views that start off 16 bytes, with known
-// results; messages one element over the limit run NCCL's all_reduce.
+// limit (OneShotLayout::MaxPiece), in lines and in bulk, in views that start off 16
+// bytes, with known results; messages one element over the limit run NCCL's all_reduce.
 std::string OneShotAtEverySizeAndAlignment(ProcessGroup& group) {
   const int r = group.rank();
   const int n = group.size();
@@ -507,7 +516,8 @@ std::string OneShotAtEverySizeAndAlignment(ProcessGroup& group) {
   for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64, DType::kFloat16,
                       DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
     const int64_t item = static_cast<int64_t>(ItemSize(dtype));
-    const int64_t limit = static_cast<int64_t>(before.max_piece) / item;
+    // All_reduce's pieces: 2 / ranks of the largest piece (OneShotLayout::MaxPiece).
+    const int64_t limit = static_cast<int64_t>(before.max_piece * 2 / n) / item;
     const int64_t chunk = 8192 / item;
     for (int64_t count :
          {int64_t{1}, int64_t{3}, chunk - 1, chunk + 1, 3 * chunk + 5, limit, limit + 1}) {

@@ -48,8 +48,8 @@ except ValueError as e:
 print("rank", r, "ok")
 """
 
-# Two ranks on two GPUs: every operation at sizes that take the one-shot kernel (up to
-# 512 KiB a rank sends by default) and NCCL's (beyond).
+# Two ranks on two GPUs: every operation at sizes that take the one-shot kernel (in
+# lines, in bulk: up to 4 MiB a rank sends by default) and NCCL's (beyond).
 NCCL_RANK_PROGRAM = r"""
 import genesis
 g = genesis.distributed.init_process_group("nccl", timeout=60)
@@ -63,7 +63,7 @@ def same(x, value, what):
     assert not bad, (what, bad[:3], got[bad[0]])
 
 
-for count in (1, 1000, 16384, 131072, 131073, 1 << 20):
+for count in (1, 1000, 16384, 131072, 1 << 20, 1 << 21):
     x = genesis.full((count,), float(r + 1), device=dev)
     g.all_reduce(x)
     same(x, 3.0, ("all_reduce", count))

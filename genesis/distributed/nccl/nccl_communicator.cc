@@ -35,6 +35,7 @@
 #include "genesis/distributed/nccl/one_shot_plan.h"
 #include "genesis/distributed/nccl/registration_cache.h"
 #include "genesis/distributed/nccl/staging_plan.h"
+#include "genesis/distributed/nccl/window_ranges.h"
 #include "genesis/distributed/registration_policy.h"
 #include "genesis/memory/cuda_virtual_memory.h"
 #include "genesis/memory/pool_registry.h"
@@ -347,26 +348,12 @@ struct Comm {
   // in them runs on `comm`, where NCCL's symmetric kernels serve it, registered or not
   // by the policy (every rank's buffers are in its window then, as symmetric memory
   // requires).
-  void AddWindow(const void* data, size_t bytes) {
-    std::lock_guard<std::mutex> lock(windows_mu);
-    windows.push_back({reinterpret_cast<uintptr_t>(data), bytes});
-  }
-  void RemoveWindow(const void* data) {
-    std::lock_guard<std::mutex> lock(windows_mu);
-    const auto start = reinterpret_cast<uintptr_t>(data);
-    std::erase_if(windows, [&](const auto& w) { return w.first == start; });
-  }
-  bool InWindows(absl::Span<const Operand> operands) {
-    std::lock_guard<std::mutex> lock(windows_mu);
-    if (windows.empty() || operands.empty()) return false;
-    for (const Operand& x : operands) {
-      const auto p = reinterpret_cast<uintptr_t>(x.data);
-      const bool inside = std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
-        return p >= w.first && x.bytes <= w.first + w.second - p;
-      });
-      if (!inside) return false;
-    }
-    return true;
+  void AddWindow(const void* data, size_t bytes) { windows.Add(data, bytes); }
+  void RemoveWindow(const void* data) { windows.Remove(data); }
+  bool InWindows(absl::Span<const Operand> operands) const {
+    absl::InlinedVector<std::pair<const void*, size_t>, 4> buffers;
+    for (const Operand& x : operands) buffers.push_back({x.data, x.bytes});
+    return windows.ContainsAll(buffers);
   }
 
   // Whether `op` of `bytes` runs registered (registration_policy.h): the same answer
@@ -547,8 +534,7 @@ struct Comm {
   };
   std::mutex staging_mu;
   StagingArea staging;
-  std::mutex windows_mu;
-  std::vector<std::pair<uintptr_t, size_t>> windows;  // Start and size, AddWindow's.
+  WindowRanges windows;     // AddWindow's.
   size_t staging_high = 0;  // The largest area so far (areas grow by doubling).
   std::atomic<int64_t> staged{0};
 

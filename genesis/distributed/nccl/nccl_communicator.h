@@ -58,27 +58,27 @@
 // One-shot collectives (GroupInfo::nccl_one_shot_bytes, one_shot_plan.h): an
 // all_reduce, reduce, broadcast, all_gather, reduce_scatter or all_to_all in which a
 // rank sends each peer up to 1 / (ranks - 1) of that many bytes (its piece: the buffer,
-// or one rank's part of the gathered or scattered buffer; half that for broadcast and
-// reduce; of a dtype and reduction NCCL has), and each send or receive of up to that
-// many, runs a kernel of genesis's own instead of NCCL's. Each
+// or one rank's part of the gathered or scattered buffer; 2 / ranks of that for
+// all_reduce, broadcast and reduce; of a dtype and reduction NCCL has), and each send
+// or receive of up to that many (and 512 KiB), runs a kernel of genesis's own instead
+// of NCCL's. Each
 // thread writes its part straight into every peer's copy of a symmetric window of the
 // group (ncclMemAlloc, ncclCommWindowRegister; made when the group is made) over NVLink,
-// in NCCL's LL format (a flag beside every 4 bytes of data), and polls its own copy for
-// the peers' parts; reductions run in rank order, so every rank gets the same bits
-// (NCCL's order differs: floating sums may differ from NCCL's in the last bits). A send
-// waits until its peer took the message two before it (two slots per pair). It costs one kernel
-// launch on the host where NCCL's call takes about ten microseconds, and serves any buffer, window
-// storage or not. It needs every rank to reach every other's window (one node, NVLink or PCIe peer
-// access: NCCL's symmetric memory support), 2 to kOneShotMaxRanks ranks, NCCL 2.28 (the kernel
-// reads NCCL's window through NCCL 2.28's device header), operations on the blocking
-// communicator and a group that is not an interop one; where any is missing, every
-// rank of the group finds the same (the ranks agree when the group is made) and NCCL
-// runs every operation; OneShot() says why. Its operations keep to their order across
-// streams as NCCL's do (one waits for the one before it on another stream); a captured
-// one records no such order, so a replayed graph's must not overlap the group's other
-// one-shot operations. The watchdog treats them as any other: a peer that never
-// arrives turns into the group's timeout, and the group's failure tells the kernel to
-// stop waiting (a flag in mapped host memory that it reads while it waits).
+// in NCCL's LL format (a flag beside every 4 bytes of data; larger pieces in bulk, one
+// flag per block), and polls its own copy for the peers' parts; reductions run in rank order, so
+// every rank gets the same bits (NCCL's order differs: floating sums may differ from NCCL's in the
+// last bits). A send waits until its peer took the message two before it (two slots per pair). It
+// costs one kernel launch on the host where NCCL's call takes about ten microseconds, and serves
+// any buffer, window storage or not. It needs every rank to reach every other's window (one node,
+// NVLink or PCIe peer access: NCCL's symmetric memory support), 2 to kOneShotMaxRanks ranks,
+// NCCL 2.28 (the kernel reads NCCL's window through NCCL 2.28's device header), operations on the
+// blocking communicator and a group that is not an interop one; where any is missing, every rank of
+// the group finds the same (the ranks agree when the group is made) and NCCL runs every operation;
+// OneShot() says why. Its operations keep to their order across streams as NCCL's do (one waits for
+// the one before it on another stream); a captured one records no such order, so a replayed graph's
+// must not overlap the group's other one-shot operations. The watchdog treats them as any other: a
+// peer that never arrives turns into the group's timeout, and the group's failure tells the kernel
+// to stop waiting (a flag in mapped host memory that it reads while it waits).
 //
 // In a build without CUDA or NCCL every function fails with FailedPrecondition.
 #ifndef GENESIS_DISTRIBUTED_NCCL_NCCL_COMMUNICATOR_H_

@@ -27,6 +27,13 @@ struct Params {
   size_t slot_bytes;    // The layout's: slot 1 starts there.
   size_t region_bytes;  // The layout's: block b's region starts at b times it.
   size_t epochs;        // The layout's epoch(0).
+  // Bulk (OneShotLayout::Bulk): the layout's bulk_slot(0), bulk_slot_bytes(),
+  // bulk_region_bytes() and bulk_flag(0, 0).
+  size_t bulk_slot;
+  size_t bulk_slot_bytes;
+  size_t bulk_region_bytes;
+  size_t bulk_flags;
+  bool bulk;
   int threads;          // Per block: the layout's Threads(piece).
   OneShotKind kind;
   int rank;
@@ -186,6 +193,40 @@ __device__ bool ReceiveLL(const char* from, Pack& v, uint32_t flag, const volati
   return true;
 }
 
+// 16 bytes stored to (loaded from) memory a peer reads (writes) over NVLink: relaxed at
+// system scope, past the L1 cache, as the lines are.
+__device__ void StoreShared(char* to, const Pack& v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(to), "r"(v.vector.x),
+               "r"(v.vector.y), "r"(v.vector.z), "r"(v.vector.w)
+               : "memory");
+}
+__device__ Pack LoadShared(const char* from) {
+  Pack v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.vector.x), "=r"(v.vector.y), "=r"(v.vector.z), "=r"(v.vector.w)
+               : "l"(from)
+               : "memory");
+  return v;
+}
+
+// Writes `flag` to a peer's flag word with release semantics at system scope: what this
+// block stored before it (ordered by the barrier before) is visible to whoever acquires
+// the flag.
+__device__ void ReleaseFlag(uint32_t* to, uint32_t flag) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(to), "r"(flag) : "memory");
+}
+
+// Waits until this rank's flag word at `from` holds `flag` or later (wrapping), and
+// acquires it. False when the group failed meanwhile.
+__device__ bool AcquireFlag(const uint32_t* from, uint32_t flag, const volatile int* abort) {
+  for (uint32_t polls = 1;; ++polls) {
+    uint32_t seen;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(from) : "memory");
+    if (static_cast<int32_t>(seen - flag) >= 0) return true;
+    if (polls % 1024 == 0 && *abort != 0) return false;
+  }
+}
+
 // Programmatic dependent launch (sm_90 and later; every launch below asks for it): a
 // one-shot kernel may be launched while the kernel before it on its stream still runs,
 // which hides its launch's latency. It waits here until that kernel finished and its
@@ -198,9 +239,88 @@ __device__ void AfterTheKernelBefore() {
 #endif
 }
 
+// Whether this rank's bulk kernel sends its bytes to `q`, whose kernel then reads them:
+// every peer, but broadcast's root alone sends and reduce's root alone receives.
+__device__ bool BulkSends(const Params& p, int from, int to) {
+  if (p.kind == OneShotKind::kBroadcast) return from == p.root;
+  if (p.kind == OneShotKind::kReduce) return to == p.root;
+  return true;
+}
+
+// Lines: each thread sends its 16 bytes (`mine`, or for reduce_scatter and all_to_all
+// the peer's part) to every peer's region of `slot`, also where the peer does not use
+// them (broadcast's non-roots, reduce's root), and receives every peer's into `got`.
+// False when the group failed meanwhile.
+template <typename T>
+__device__ bool ExchangeLines(const Params& p, size_t block, int t, uint32_t epoch, uint32_t flag,
+                              size_t at, int valid, const Pack& mine, Pack* got) {
+  // Rank q's lines from this thread's peer thread: at (q, t) of this block's region.
+  const size_t region = (epoch & 1) * p.slot_bytes + block * p.region_bytes;
+  const auto line = [&](int q) {
+    return region + (static_cast<size_t>(q) * kOneShotThreads + t) * 32;
+  };
+  for (int q = 0; q < p.ranks; ++q) {
+    if (q == p.rank) continue;
+    Pack part = mine;
+    if (OneShotScatters(p.kind)) LoadPart<T>(part, p.in + q * p.piece + at, valid, p.aligned);
+    SendLL(static_cast<char*>(ncclGetLsaPointer(p.window, line(p.rank), q)), part, flag);
+  }
+#pragma unroll
+  for (int q = 0; q < kOneShotMaxRanks; ++q) {
+    if (q < p.ranks && q != p.rank && !ReceiveLL(p.local + line(q), got[q], flag, p.abort)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Bulk: the block's threads store their 16 bytes where they are used (BulkSends) in
+// each peer's bulk region of `slot`; once the whole block has, thread q releases this
+// rank's flag in peer q's window and then waits for q's flag here; once every peer's
+// flag is there, each thread loads the 16 bytes it needs into `got`. Every thread of
+// the block takes part. False (for every thread) when the group failed meanwhile.
+template <typename T>
+__device__ bool ExchangeBulk(const Params& p, size_t block, int t, uint32_t epoch, uint32_t flag,
+                             size_t at, int valid, const Pack& mine, Pack* got) {
+  __shared__ int failed;
+  const size_t region = p.bulk_slot + (epoch & 1) * p.bulk_slot_bytes + block * p.bulk_region_bytes;
+  const auto part_of = [&](int q) {
+    return region + static_cast<size_t>(q) * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
+  };
+  if (t == 0) failed = 0;
+  if (valid > 0) {
+    for (int q = 0; q < p.ranks; ++q) {
+      if (q == p.rank || !BulkSends(p, p.rank, q)) continue;
+      Pack part = mine;
+      if (OneShotScatters(p.kind)) LoadPart<T>(part, p.in + q * p.piece + at, valid, p.aligned);
+      StoreShared(static_cast<char*>(ncclGetLsaPointer(p.window, part_of(p.rank), q)), part);
+    }
+  }
+  __syncthreads();
+  if (t < p.ranks && t != p.rank) {
+    const size_t word = p.bulk_flags + (block * p.ranks + p.rank) * sizeof(uint32_t);
+    ReleaseFlag(static_cast<uint32_t*>(ncclGetLsaPointer(p.window, word, t)), flag);
+    const size_t from = p.bulk_flags + (block * p.ranks + t) * sizeof(uint32_t);
+    if (!AcquireFlag(reinterpret_cast<const uint32_t*>(p.local + from), flag, p.abort)) {
+      failed = 1;
+    }
+  }
+  __syncthreads();
+  if (failed) return false;
+  if (valid > 0) {
+#pragma unroll
+    for (int q = 0; q < kOneShotMaxRanks; ++q) {
+      if (q < p.ranks && q != p.rank && BulkSends(p, q, p.rank)) {
+        got[q] = LoadShared(p.local + part_of(q));
+      }
+    }
+  }
+  return true;
+}
+
 // One block: each thread sends its 16 bytes of the piece (reduce_scatter, all_to_all:
-// of the peer's part) to every peer's window, receives every peer's, and writes what
-// the operation makes of them.
+// of the peer's part) to every peer's window, in lines or in bulk, receives every
+// peer's, and writes what the operation makes of them.
 template <typename T, ReduceOp kOp>
 __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   __shared__ uint32_t epoch_of_block;
@@ -215,38 +335,22 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   const uint32_t flag = epoch + 1 == 0 ? 1 : epoch + 1;
   const size_t at = block * blockDim.x * 16 + static_cast<size_t>(t) * 16;
   const int valid = at < p.piece ? static_cast<int>(p.piece - at < 16 ? p.piece - at : 16) : 0;
-  if (valid > 0) {
-    // Rank q's lines from this thread's peer thread: at (q, t) of this block's region.
-    const size_t region = (epoch & 1) * p.slot_bytes + block * p.region_bytes;
-    const auto line = [&](int q) {
-      return region + (static_cast<size_t>(q) * kOneShotThreads + t) * 32;
-    };
-    const bool scatter = OneShotScatters(p.kind);
-    Pack mine = {};
-    if (!scatter && (p.kind != OneShotKind::kBroadcast || p.rank == p.root)) {
-      LoadPart<T>(mine, p.in + at, valid, p.aligned);
-    }
-    // Every rank sends to every peer, also where the peer does not use it (broadcast's
-    // non-roots, reduce's root): an operation then ends on a rank only once every peer
-    // started it, that is finished the one before, which keeps the two slots apart.
-    for (int q = 0; q < p.ranks; ++q) {
-      if (q == p.rank) continue;
-      Pack part = mine;
-      if (scatter) LoadPart<T>(part, p.in + q * p.piece + at, valid, p.aligned);
-      SendLL(static_cast<char*>(ncclGetLsaPointer(p.window, line(p.rank), q)), part, flag);
-    }
-    if (scatter) LoadPart<T>(mine, p.in + p.rank * p.piece + at, valid, p.aligned);
-    Pack got[kOneShotMaxRanks];
+  Pack mine = {};
+  if (valid > 0 && (p.kind != OneShotKind::kBroadcast || p.rank == p.root)) {
+    const size_t own = OneShotScatters(p.kind) ? p.rank * p.piece : 0;
+    LoadPart<T>(mine, p.in + own + at, valid, p.aligned);
+  }
+  Pack got[kOneShotMaxRanks];
+  // The lines' exchange is per thread; the bulk's takes the whole block.
+  const bool exchanged =
+      p.bulk ? ExchangeBulk<T>(p, block, t, epoch, flag, at, valid, mine, got)
+             : valid <= 0 || ExchangeLines<T>(p, block, t, epoch, flag, at, valid, mine, got);
+  if (!exchanged) return;
 #pragma unroll
-    for (int q = 0; q < kOneShotMaxRanks; ++q) {
-      if (q < p.ranks) {
-        if (q == p.rank) {
-          got[q] = mine;
-        } else if (!ReceiveLL(p.local + line(q), got[q], flag, p.abort)) {
-          return;
-        }
-      }
-    }
+  for (int q = 0; q < kOneShotMaxRanks; ++q) {
+    if (q == p.rank) got[q] = mine;  // Unrolled, so that `got` stays in registers.
+  }
+  if (valid > 0) {
     switch (p.kind) {
       case OneShotKind::kAllReduce:
       case OneShotKind::kReduceScatter:
@@ -453,6 +557,11 @@ absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
   p.slot_bytes = layout.slot_bytes();
   p.region_bytes = layout.region_bytes();
   p.epochs = layout.epoch(0);
+  p.bulk = layout.Bulk(args.piece);
+  p.bulk_slot = layout.bulk_slot(0);
+  p.bulk_slot_bytes = layout.bulk_slot_bytes();
+  p.bulk_region_bytes = layout.bulk_region_bytes();
+  p.bulk_flags = layout.bulk_flag(0, 0);
   p.kind = args.kind;
   p.rank = args.rank;
   p.ranks = layout.ranks();
@@ -507,7 +616,7 @@ absl::Status LaunchOneShotPeers(const OneShotPeerArgs& args, CUstream_st* stream
     }
     if (!layout.ServesMessage(m.bytes)) {
       return absl::InvalidArgumentError(absl::StrCat("one-shot ", what, " rank ", m.peer, " of ",
-                                                     m.bytes, " bytes (1 to ", layout.budget(),
+                                                     m.bytes, " bytes (1 to ", layout.max_message(),
                                                      ")"));
     }
     uint32_t& seen = m.send ? sends : receives;

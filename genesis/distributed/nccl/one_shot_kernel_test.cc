@@ -305,8 +305,8 @@ TEST_P(OneShotKernelTest, EveryDTypeAndReductionAtSizesAroundItsChunks) {
   GENESIS_SKIP_WITHOUT_GPU();
   const int n = GetParam();
   // Every rank's blocks must fit on the one GPU at once (each waits for the same block
-  // of every peer): 8 ranks of 32 blocks of the widest kernels do not.
-  Ranks ranks = MakeRanks(n, n <= 4 ? size_t{256} << 10 : size_t{64} << 10);
+  // of every peer): 8 ranks of 32 blocks of the widest kernels do not, of 12 they do.
+  Ranks ranks = MakeRanks(n, n <= 4 ? size_t{256} << 10 : size_t{96} << 10);
   ASSERT_NE(ranks.windows, nullptr);
   for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64, DType::kFloat16,
                       DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
@@ -335,7 +335,7 @@ TEST_P(OneShotKernelTest, EveryDTypeAndReductionAtSizesAroundItsChunks) {
 TEST_P(OneShotKernelTest, EveryOtherKind) {
   GENESIS_SKIP_WITHOUT_GPU();
   const int n = GetParam();
-  Ranks ranks = MakeRanks(n, n <= 4 ? size_t{256} << 10 : size_t{64} << 10);
+  Ranks ranks = MakeRanks(n, n <= 4 ? size_t{256} << 10 : size_t{96} << 10);
   ASSERT_NE(ranks.windows, nullptr);
   const Device gpu = Device::Cuda(0);
   const auto max_piece = static_cast<int64_t>(ranks.windows->layout().max_piece());
@@ -431,7 +431,7 @@ TEST_P(OneShotKernelTest, SendsAndReceivesAmongEveryPair) {
   Ranks ranks = MakeRanksWithBudget(n, size_t{64} << 10);
   ASSERT_NE(ranks.windows, nullptr);
   const Device gpu = Device::Cuda(0);
-  const auto limit = static_cast<int64_t>(ranks.windows->layout().budget());
+  const auto limit = static_cast<int64_t>(ranks.windows->layout().max_message());
   const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes);
   const int64_t sizes[] = {1, 17, chunk, chunk + 3, 3 * chunk - 1, limit};
   for (int k = 0; k < 5; ++k) {

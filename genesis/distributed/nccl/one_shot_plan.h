@@ -15,16 +15,24 @@
 // for all_to_all.
 // Which operations take the path is a budget of what one rank sends (Create): a
 // collective sends its piece to each of the ranks - 1 peers, so its piece may be up to
-// budget / (ranks - 1) (half that for broadcast and reduce, whose NCCL sends less), and
-// a send up to the budget (docs/distributed.md, "One-shot collectives", has the
-// measurements).
+// budget / (ranks - 1) (2 / ranks of that for all_reduce, broadcast and reduce, whose
+// NCCL sends less: MaxPiece), and a send up to the budget and kOneShotMaxMessage
+// (docs/distributed.md, "One-shot collectives", has the measurements).
 // Thread block b of t threads (Threads()) handles bytes [b * 16t, (b + 1) * 16t) of the
 // piece, and its lines from rank q land in region b of the slot at q's place.
+// Larger pieces (kOneShotLineMaxPiece) go in bulk instead (Bulk()): the bytes
+// themselves into the peer's bulk slot, then, once the whole block has stored its
+// part, one flag per block and rank (released at system scope after the block's
+// stores; the reader acquires it before it reads), so twice the data moves per byte
+// sent, for a round trip of the flags per block. A bulk operation sends its bytes only
+// where they are used (broadcast: from the root; reduce: to the root), its flags to
+// every peer.
 // Each block keeps its own count of the operations it took part in (its epoch), and
-// an operation uses slot epoch % 2. Every rank sends to every peer (also what the peer
-// will not use), so an operation ends on a rank only once every peer has started it,
-// that is finished the one before: a rank writes a peer's slot again two operations
-// later only after the peer is done reading it.
+// an operation uses slot epoch % 2 (of the lines or of the bulk). Every rank sends to
+// every peer (lines, or a flag), so an operation ends on a rank only once every peer
+// has started it, that is finished the one before: a rank writes a peer's slot again
+// two operations later only after the peer is done reading it. A bulk flag holds the
+// epoch + 1 of the last bulk operation: a reader waits until it is at least its own.
 //
 // Sends and receives (one_shot_kernel.h's LaunchOneShotPeers) pair two ranks, so they
 // keep counts of their own, per peer and block: the k-th message from rank p to rank q
@@ -33,13 +41,16 @@
 // slot again only once q took the message two before: a send waits for the receive two
 // messages before it, not for its own. The counts live on the device, as the epochs do.
 //
-// The window: two slots of max_blocks() regions (a line pair per rank and thread), then
-// one epoch per block (this rank's own); then the sends' and receives' lines, two slots
-// per source rank and block, and per peer and block the messages that peer took from
-// this rank (written by the peer), this rank sent it and this rank took from it.
+// The window: two slots of line_blocks() regions (a line pair per rank and thread), then
+// one epoch per block (this rank's own); two bulk slots of bulk_blocks() regions (16
+// bytes per rank and thread) and a bulk flag per block and rank; then the sends' and
+// receives' lines, two slots per source rank and block, and per peer and block the
+// messages that peer took from this rank (written by the peer), this rank sent it and
+// this rank took from it.
 #ifndef GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_PLAN_H_
 #define GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_PLAN_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -58,6 +69,11 @@ inline constexpr int kOneShotThreads = 512;
 // blocks, each done sooner (OneShotLayout::Threads).
 inline constexpr int kOneShotSmallThreads = 128;
 inline constexpr size_t kOneShotSmallPiece = size_t{16} << 10;
+// Collectives whose piece has up to this many bytes send it in LL lines, larger ones in
+// bulk (OneShotLayout::Bulk); half that beyond 2 ranks, where a rank sends more.
+inline constexpr size_t kOneShotLineMaxPiece = size_t{64} << 10;
+// Sends and receives of up to this many bytes take the path (in lines), at most.
+inline constexpr size_t kOneShotMaxMessage = size_t{512} << 10;
 // The bytes of a piece one block of kOneShotThreads handles.
 inline constexpr size_t kOneShotChunkBytes = size_t{kOneShotThreads} * 16;
 // The most ranks a kernel serves (the GPUs of one NVLink domain of a node).
@@ -105,12 +121,14 @@ class OneShotLayout {
   int ranks() const { return ranks_; }
   // The largest piece of a collective the window holds: budget / (ranks - 1).
   size_t max_piece() const { return budget_ / static_cast<size_t>(ranks_ - 1); }
-  // The largest piece of a `kind` collective that takes the path: max_piece(), half of
-  // it for broadcast and reduce (NCCL sends their buffer once along a chain, half of
-  // what its all_reduce sends, where the kernel sends every rank's to every peer).
+  // The largest piece of a `kind` collective that takes the path. All_gather,
+  // reduce_scatter and all_to_all: max_piece() (the kernel sends what NCCL's ring
+  // sends). All_reduce, broadcast and reduce: 2 / ranks of it, since the kernel sends
+  // each peer the whole buffer where NCCL's ring all_reduce sends 2 / ranks of that in
+  // all (broadcast and reduce measured alike).
   size_t MaxPiece(OneShotKind kind) const {
-    const bool chained = kind == OneShotKind::kBroadcast || kind == OneShotKind::kReduce;
-    return chained ? max_piece() / 2 : max_piece();
+    const bool spread = OneShotScatters(kind) || OneShotGathers(kind);
+    return spread ? max_piece() : max_piece() * 2 / static_cast<size_t>(ranks_);
   }
   // Whether a `kind` collective whose piece has `piece` bytes takes the path: the same
   // answer on every rank.
@@ -118,7 +136,9 @@ class OneShotLayout {
     return piece != 0 && piece <= MaxPiece(kind);
   }
   // Whether a send or receive of `bytes` takes it (both ends of a message decide alike).
-  bool ServesMessage(size_t bytes) const { return bytes != 0 && bytes <= budget_; }
+  bool ServesMessage(size_t bytes) const { return bytes != 0 && bytes <= max_message(); }
+  // The largest message: the budget, at most kOneShotMaxMessage.
+  size_t max_message() const { return std::min(budget_, kOneShotMaxMessage); }
   // The largest buffer of a `kind` collective that takes the path: one piece
   // (all_reduce, reduce, broadcast) or one per rank (all_gather, reduce_scatter,
   // all_to_all).
@@ -126,10 +146,25 @@ class OneShotLayout {
     const bool spread = OneShotScatters(kind) || OneShotGathers(kind);
     return spread ? MaxPiece(kind) * static_cast<size_t>(ranks_) : MaxPiece(kind);
   }
-  // Blocks of the largest piece: one region and one epoch each.
+  // Blocks of the largest piece.
   size_t max_blocks() const { return Blocks(max_piece()); }
+  // Blocks that keep an epoch: of the largest piece, or of lines in small blocks.
+  size_t epoch_blocks() const { return std::max(max_blocks(), line_blocks()); }
+  // Whether a collective whose piece has `piece` bytes sends it in bulk (else in lines).
+  // The same on every rank.
+  bool Bulk(size_t piece) const { return piece > line_max_piece(); }
+  size_t line_max_piece() const {
+    return ranks_ == 2 ? kOneShotLineMaxPiece : kOneShotLineMaxPiece / 2;
+  }
+  // Blocks of the largest piece sent in lines (in blocks of either size, Threads), and
+  // in bulk: one region of each kind each.
+  size_t line_blocks() const {
+    return std::max(Blocks(std::min(max_piece(), line_max_piece())),
+                    Blocks(std::min(max_piece(), kOneShotSmallPiece), kOneShotSmallThreads));
+  }
+  size_t bulk_blocks() const { return Bulk(max_piece()) ? max_blocks() : 0; }
   // Blocks of the largest message: two slots of lines per source rank each.
-  size_t max_message_blocks() const { return Blocks(budget_); }
+  size_t max_message_blocks() const { return Blocks(max_message()); }
 
   // Blocks of a kernel of `threads` threads per block whose piece (message) has
   // `piece_bytes`.
@@ -145,7 +180,7 @@ class OneShotLayout {
   // block of 512 (2 ranks: 3.12 against 3.68); at 64 KiB one block per 8 KiB was faster.
   int Threads(size_t piece_bytes) const {
     return piece_bytes <= kOneShotSmallPiece &&
-                   Blocks(piece_bytes, kOneShotSmallThreads) <= max_blocks()
+                   Blocks(piece_bytes, kOneShotSmallThreads) <= line_blocks()
                ? kOneShotSmallThreads
                : kOneShotThreads;
   }
@@ -155,9 +190,19 @@ class OneShotLayout {
   size_t region_bytes() const { return static_cast<size_t>(ranks_) * kOneShotThreads * 32; }
   // Where slot 0 or 1 starts.
   size_t slot(int which) const { return static_cast<size_t>(which) * slot_bytes(); }
-  size_t slot_bytes() const { return max_blocks() * region_bytes(); }
+  size_t slot_bytes() const { return line_blocks() * region_bytes(); }
   // Where the epoch of `block` is.
   size_t epoch(size_t block) const { return 2 * slot_bytes() + block * sizeof(uint32_t); }
+  // Bulk: where bulk slot 0 or 1 starts; a block's region in a slot, 16 bytes per rank
+  // and thread (rank q's at q * kOneShotChunkBytes); the flag of `block` from `source`.
+  size_t bulk_slot(int which) const {
+    return bulk_start() + static_cast<size_t>(which) * bulk_slot_bytes();
+  }
+  size_t bulk_slot_bytes() const { return bulk_blocks() * bulk_region_bytes(); }
+  size_t bulk_region_bytes() const { return static_cast<size_t>(ranks_) * kOneShotChunkBytes; }
+  size_t bulk_flag(size_t block, int source) const {
+    return bulk_slot(2) + (block * static_cast<size_t>(ranks_) + source) * sizeof(uint32_t);
+  }
 
   // Sends and receives. Where block `block` of a message from rank `source` in slot
   // 0 or 1 lands (a line pair per thread).
@@ -179,7 +224,9 @@ class OneShotLayout {
   OneShotLayout(size_t budget, int ranks) : budget_(budget), ranks_(ranks) {}
 
   // After the epochs, on a line's alignment.
-  size_t peer_lines_start() const { return (epoch(max_blocks()) + 255) / 256 * 256; }
+  size_t bulk_start() const { return (epoch(epoch_blocks()) + 255) / 256 * 256; }
+  // After the bulk flags, on a line's alignment.
+  size_t peer_lines_start() const { return (bulk_flag(bulk_blocks(), 0) + 255) / 256 * 256; }
   // The three kinds of counts (taken by, sent to, taken from) after the lines.
   size_t counter(int kind, int peer, size_t block) const {
     const size_t start = peer_lines(ranks_, 0, 0);

@@ -8,24 +8,65 @@ namespace genesis::distributed::nccl_backend {
 namespace {
 
 TEST(OneShotLayoutTest, RoundsToWholeChunksAndKeepsRegionsApart) {
-  // Each rank sends its piece to three peers: pieces of up to 100000 bytes.
+  // Each rank sends its piece to three peers: pieces of up to 100000 bytes, in lines up
+  // to kOneShotLineMaxPiece and in bulk beyond.
   absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(300002, 4);
   ASSERT_TRUE(layout.ok()) << layout.status();
   EXPECT_EQ(layout->budget(), 300002u);
   EXPECT_EQ(layout->max_piece(), 100000u);
   EXPECT_EQ(layout->max_blocks(), 13u);          // 100000 / 8192 = 12.2.
   EXPECT_EQ(layout->max_message_blocks(), 37u);  // 300002 / 8192 = 36.6.
+  // Beyond 2 ranks pieces of up to half kOneShotLineMaxPiece go in lines, and the lines
+  // have room for the 16 KiB pieces' small blocks.
+  EXPECT_EQ(layout->line_max_piece(), kOneShotLineMaxPiece / 2);
+  EXPECT_EQ(layout->line_blocks(), kOneShotSmallPiece / (kOneShotSmallThreads * 16));
+  EXPECT_EQ(layout->bulk_blocks(), 13u);
+  const size_t lines = layout->line_blocks();
   // A region per block: two 16-byte lines per rank and thread.
   EXPECT_EQ(layout->region_bytes(), 4 * kOneShotThreads * 32);
   EXPECT_EQ(layout->region(0), 0u);
-  EXPECT_EQ(layout->region(12) + layout->region_bytes(), layout->slot_bytes());
+  EXPECT_EQ(layout->region(lines - 1) + layout->region_bytes(), layout->slot_bytes());
   EXPECT_EQ(layout->slot(0), 0u);
   EXPECT_EQ(layout->slot(1), layout->slot_bytes());
-  // The epochs after both slots, one word per block.
+  // The epochs after both slots, one word per block of the largest piece.
   EXPECT_EQ(layout->epoch(0), 2 * layout->slot_bytes());
   EXPECT_EQ(layout->epoch(12), layout->epoch(0) + 12 * 4);
+  // Then the bulk slots, 16 bytes per rank and thread, and a flag per block and rank.
+  EXPECT_GE(layout->bulk_slot(0), layout->epoch(12) + 4);
+  EXPECT_EQ(layout->bulk_slot(0) % 256, 0u);
+  EXPECT_EQ(layout->bulk_region_bytes(), 4 * kOneShotChunkBytes);
+  EXPECT_EQ(layout->bulk_slot_bytes(), 13 * layout->bulk_region_bytes());
+  EXPECT_EQ(layout->bulk_slot(1), layout->bulk_slot(0) + layout->bulk_slot_bytes());
+  EXPECT_EQ(layout->bulk_flag(0, 0), layout->bulk_slot(1) + layout->bulk_slot_bytes());
+  EXPECT_EQ(layout->bulk_flag(0, 3) + 4, layout->bulk_flag(1, 0));
+  EXPECT_GE(layout->peer_lines(0, 0, 0), layout->bulk_flag(12, 3) + 4);
   EXPECT_EQ(layout->bytes() % 4096, 0u);
-  EXPECT_GE(layout->peer_lines(0, 0, 0), layout->epoch(12) + 4);
+  // Which pieces go in bulk: the same on every rank, from the size and the ranks.
+  EXPECT_FALSE(layout->Bulk(kOneShotLineMaxPiece / 2));
+  EXPECT_TRUE(layout->Bulk(kOneShotLineMaxPiece / 2 + 1));
+  absl::StatusOr<OneShotLayout> two = OneShotLayout::Create(size_t{1} << 20, 2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_FALSE(two->Bulk(kOneShotLineMaxPiece));
+  EXPECT_TRUE(two->Bulk(kOneShotLineMaxPiece + 1));
+}
+
+TEST(OneShotLayoutTest, EpochsForEveryBlockOfLinesAndBulk) {
+  // Pieces of up to 16 KiB: one block of 512 threads, or eight of 128.
+  absl::StatusOr<OneShotLayout> small = OneShotLayout::Create(kOneShotSmallPiece, 2);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(small->max_blocks(), 2u);
+  EXPECT_EQ(small->line_blocks(), 8u);
+  EXPECT_EQ(small->epoch_blocks(), 8u);
+  EXPECT_EQ(small->Threads(kOneShotSmallPiece), kOneShotSmallThreads);
+  EXPECT_GE(small->bulk_slot(0), small->epoch(7) + 4);
+}
+
+TEST(OneShotLayoutTest, NoBulkWhereEveryPieceGoesInLines) {
+  absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(kOneShotLineMaxPiece, 2);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->bulk_blocks(), 0u);
+  EXPECT_EQ(layout->bulk_slot_bytes(), 0u);
+  EXPECT_EQ(layout->line_blocks(), layout->max_blocks());
 }
 
 TEST(OneShotLayoutTest, KeepsTheSendsAndReceivesApartAfterTheEpochs) {
@@ -78,11 +119,13 @@ TEST(OneShotLayoutTest, SmallPiecesRunInSmallBlocksWhereTheyFit) {
   EXPECT_EQ(OneShotLayout::Blocks(kOneShotSmallPiece, kOneShotSmallThreads),
             kOneShotSmallPiece / (kOneShotSmallThreads * 16));
   EXPECT_EQ(OneShotLayout::Blocks(kOneShotSmallPiece + 1), 3u);
-  // A window of one block: 8 KiB in blocks of 128 threads would need four.
+  // A window for pieces of one block of 512 threads has its lines' regions for four of
+  // 128, so its largest piece runs in those too.
   absl::StatusOr<OneShotLayout> one = OneShotLayout::Create(kOneShotChunkBytes, 2);
   ASSERT_TRUE(one.ok()) << one.status();
-  EXPECT_EQ(one->Threads(kOneShotSmallThreads * 16), kOneShotSmallThreads);
-  EXPECT_EQ(one->Threads(kOneShotSmallThreads * 16 + 1), kOneShotThreads);
+  EXPECT_EQ(one->line_blocks(), 4u);
+  EXPECT_EQ(one->epoch_blocks(), 4u);
+  EXPECT_EQ(one->Threads(kOneShotChunkBytes), kOneShotSmallThreads);
 }
 
 TEST(OneShotLayoutTest, ServesWhatARankSendsWithinItsBudget) {
@@ -100,29 +143,37 @@ TEST(OneShotLayoutTest, ServesWhatARankSendsWithinItsBudget) {
   EXPECT_FALSE(two->ServesMessage(65537));
   EXPECT_EQ(two->MaxLargest(kAllReduce), 65536u);
   EXPECT_EQ(two->MaxLargest(OneShotKind::kAllGather), 131072u);
-  // Broadcast and reduce, whose NCCL sends half of what its all_reduce does: half.
+  // At 2 ranks all_reduce, broadcast and reduce count as sending what NCCL sends.
   for (OneShotKind kind : {OneShotKind::kBroadcast, OneShotKind::kReduce}) {
-    EXPECT_EQ(two->MaxPiece(kind), 32768u) << OneShotKindName(kind);
-    EXPECT_TRUE(two->Serves(kind, 32768)) << OneShotKindName(kind);
-    EXPECT_FALSE(two->Serves(kind, 32769)) << OneShotKindName(kind);
-    EXPECT_EQ(two->MaxLargest(kind), 32768u) << OneShotKindName(kind);
+    EXPECT_EQ(two->MaxPiece(kind), 65536u) << OneShotKindName(kind);
+    EXPECT_TRUE(two->Serves(kind, 65536)) << OneShotKindName(kind);
+    EXPECT_FALSE(two->Serves(kind, 65537)) << OneShotKindName(kind);
   }
   // Four ranks: to three peers, so pieces of a third; a message to one peer, the budget.
   absl::StatusOr<OneShotLayout> four = OneShotLayout::Create(3 * 65536 + 2, 4);
   ASSERT_TRUE(four.ok()) << four.status();
   EXPECT_EQ(four->max_piece(), 65536u);
-  EXPECT_TRUE(four->Serves(kAllReduce, 65536));
-  EXPECT_FALSE(four->Serves(kAllReduce, 65537));
+  // All_reduce, broadcast and reduce: 2 / 4 of it (NCCL's ring sends half as much).
+  for (OneShotKind kind : {kAllReduce, OneShotKind::kBroadcast, OneShotKind::kReduce}) {
+    EXPECT_TRUE(four->Serves(kind, 32768)) << OneShotKindName(kind);
+    EXPECT_FALSE(four->Serves(kind, 32769)) << OneShotKindName(kind);
+    EXPECT_EQ(four->MaxLargest(kind), 32768u) << OneShotKindName(kind);
+  }
   EXPECT_TRUE(four->ServesMessage(3 * 65536 + 2));
   EXPECT_FALSE(four->ServesMessage(3 * 65536 + 3));
-  EXPECT_EQ(four->MaxLargest(kAllReduce), 65536u);
-  EXPECT_EQ(four->MaxLargest(OneShotKind::kBroadcast), 32768u);
   for (OneShotKind kind :
        {OneShotKind::kAllGather, OneShotKind::kReduceScatter, OneShotKind::kAllToAll}) {
     EXPECT_TRUE(four->Serves(kind, 65536)) << OneShotKindName(kind);
     EXPECT_FALSE(four->Serves(kind, 65537)) << OneShotKindName(kind);
     EXPECT_EQ(four->MaxLargest(kind), 4 * 65536u) << OneShotKindName(kind);
   }
+  // Messages up to kOneShotMaxMessage whatever the budget.
+  absl::StatusOr<OneShotLayout> large = OneShotLayout::Create(kOneShotMaxBytes, 2);
+  ASSERT_TRUE(large.ok()) << large.status();
+  EXPECT_EQ(large->max_message(), kOneShotMaxMessage);
+  EXPECT_TRUE(large->ServesMessage(kOneShotMaxMessage));
+  EXPECT_FALSE(large->ServesMessage(kOneShotMaxMessage + 1));
+  EXPECT_TRUE(large->Serves(kAllReduce, kOneShotMaxBytes));
   // A budget below ranks - 1 bytes serves messages but no collective.
   absl::StatusOr<OneShotLayout> tiny = OneShotLayout::Create(6, 8);
   ASSERT_TRUE(tiny.ok()) << tiny.status();
@@ -170,7 +221,7 @@ TEST(OneShotLayoutTest, BlocksCoverTheMessage) {
   ASSERT_TRUE(exact.ok()) << exact.status();
   EXPECT_EQ(exact->budget(), kOneShotMaxBytes);
   EXPECT_EQ(exact->max_piece(), kOneShotMaxBytes / 7);
-  EXPECT_EQ(exact->max_message_blocks(), kOneShotMaxBytes / kOneShotChunkBytes);
+  EXPECT_EQ(exact->max_message_blocks(), kOneShotMaxMessage / kOneShotChunkBytes);
 }
 
 TEST(OneShotLayoutTest, RefusesSizesAndRankCountsItCannotServe) {

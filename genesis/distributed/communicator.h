@@ -32,9 +32,9 @@ namespace genesis::distributed {
 
 // Operations in which a rank sends up to this many bytes take NCCL groups' one-shot path
 // by default (GroupInfo::nccl_one_shot_bytes; nccl/one_shot_plan.h's MaxPiece): an
-// all_gather's output of up to 8 MiB at 2 ranks, 5.3 MiB at 4, 4.7 MiB at 8 (as much
+// all_gather's output of up to 8 MiB at 2 ranks, 5.3 MiB at 4, 4.6 MiB at 8 (as much
 // for reduce_scatter's and all_to_all's input); an all_reduce, broadcast or reduce of up
-// to 4 MiB, 682 KiB, 146 KiB; sends of up to 512 KiB. On four H200s that kept the path
+// to 4 MiB, 683 KiB, 146 KiB; sends of up to 512 KiB. On four H200s that kept the path
 // where it was ahead of NCCL (docs/distributed.md, "One-shot collectives").
 inline constexpr size_t kDefaultNcclOneShotBytes = size_t{4} << 20;
 

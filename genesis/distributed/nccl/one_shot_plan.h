@@ -1,6 +1,6 @@
-// The one-shot collectives of small messages (one_shot_kernel.h): which operations they
-// serve and where they keep their state in the symmetric window of their communicator.
-// Plain C++, tested on the CPU.
+// The one-shot collectives (one_shot_kernel.h): which operations they serve and where
+// they keep their state in the symmetric window of their communicator. Plain C++, tested
+// on the CPU.
 //
 // Every thread of a rank's kernel sends its 16 bytes of what the operation needs to
 // every peer's window, straight into the peer's memory over NVLink, in NCCL's LL format
@@ -80,9 +80,8 @@ inline constexpr size_t kOneShotChunkBytes = size_t{kOneShotThreads} * 16;
 inline constexpr int kOneShotMaxRanks = 8;
 // The most sends and receives one kernel takes: one to and one from each peer.
 inline constexpr int kOneShotMaxMessages = 2 * (kOneShotMaxRanks - 1);
-// The most budget a group may ask for (GroupInfo::nccl_one_shot_bytes): beyond it every
-// rank would send its part to every peer in lines that are half flags, where NCCL's ring
-// sends it once.
+// The most budget a group may ask for (GroupInfo::nccl_one_shot_bytes): the window
+// holds two slots of the largest piece per rank.
 inline constexpr size_t kOneShotMaxBytes = size_t{4} << 20;
 
 enum class OneShotKind { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAllToAll };

@@ -51,7 +51,7 @@ struct OneShotArgs : OneShotWindow {
 absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream);
 
 // One send or receive of a batch (LaunchOneShotPeers): `bytes` (1 to the layout's
-// budget()) from or into `data`, any alignment.
+// max_message()) from or into `data`, any alignment.
 struct OneShotMessage {
   bool send = true;
   int peer = 0;

@@ -23,8 +23,8 @@
 // Larger pieces (kOneShotLineMaxPiece) go in bulk instead (Bulk()): the bytes
 // themselves into the peer's bulk slot, then, once the whole block has stored its
 // part, one flag per block and rank (released at system scope after the block's
-// stores; the reader acquires it before it reads), so twice the data moves per byte
-// sent, for a round trip of the flags per block. A bulk operation sends its bytes only
+// stores; the reader acquires it before it reads), so each byte sent is a byte of data
+// (lines carry 8 in 16), for a round trip of the flags per block. A bulk operation sends its bytes only
 // where they are used (broadcast: from the root; reduce: to the root), its flags to
 // every peer.
 // Each block keeps its own count of the operations it took part in (its epoch), and
@@ -111,8 +111,8 @@ class OneShotLayout {
   // The window of a group of `ranks` (2 to kOneShotMaxRanks) where a rank sends up to
   // `budget` bytes (1 to kOneShotMaxBytes) in one one-shot operation: a collective
   // whose piece has up to budget / (ranks - 1) bytes (every rank sends its piece to
-  // each peer), a send of up to `budget` bytes. InvalidArgument naming the value
-  // otherwise.
+  // each peer; MaxPiece), a send of up to `budget` and kOneShotMaxMessage bytes.
+  // InvalidArgument naming the value otherwise.
   static absl::StatusOr<OneShotLayout> Create(size_t budget, int ranks);
 
   // GroupInfo::nccl_one_shot_bytes: the most a rank sends in one operation.
@@ -241,7 +241,7 @@ class OneShotLayout {
 struct OneShotStats {
   bool enabled = false;
   size_t budget = 0;        // GroupInfo::nccl_one_shot_bytes (OneShotLayout::budget).
-  size_t max_piece = 0;     // Collectives whose piece is up to this take it.
+  size_t max_piece = 0;     // The largest piece the window holds (OneShotLayout).
   int64_t operations = 0;   // Operations it ran so far.
   std::string unavailable;  // Why it is not enabled.
 

@@ -536,7 +536,7 @@ bool LaunchFor(DType dtype, ReduceOp op, const Params& p, unsigned blocks, cudaS
 
 absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
   const OneShotLayout& layout = *args.layout;
-  const bool spread = OneShotScatters(args.kind) || OneShotGathers(args.kind);
+  const bool spread = OneShotSpreads(args.kind);
   if (args.piece == 0 || args.piece > layout.max_piece()) {
     return absl::InvalidArgumentError(absl::StrCat("one-shot ", ToAbsl(OneShotKindName(args.kind)),
                                                    " whose piece has ", args.piece, " bytes (1 to ",

@@ -106,6 +106,12 @@ constexpr bool OneShotGathers(OneShotKind kind) {
   return kind == OneShotKind::kAllGather || kind == OneShotKind::kAllToAll;
 }
 
+// Whether `kind`'s largest buffer holds a piece per rank (all_gather, reduce_scatter,
+// all_to_all), where the others' holds one piece.
+constexpr bool OneShotSpreads(OneShotKind kind) {
+  return OneShotScatters(kind) || OneShotGathers(kind);
+}
+
 class OneShotLayout {
  public:
   // The window of a group of `ranks` (2 to kOneShotMaxRanks) where a rank sends up to
@@ -126,8 +132,7 @@ class OneShotLayout {
   // each peer the whole buffer where NCCL's ring all_reduce sends 2 / ranks of that in
   // all (broadcast and reduce measured alike).
   size_t MaxPiece(OneShotKind kind) const {
-    const bool spread = OneShotScatters(kind) || OneShotGathers(kind);
-    return spread ? max_piece() : max_piece() * 2 / static_cast<size_t>(ranks_);
+    return OneShotSpreads(kind) ? max_piece() : max_piece() * 2 / static_cast<size_t>(ranks_);
   }
   // Whether a `kind` collective whose piece has `piece` bytes takes the path: the same
   // answer on every rank.
@@ -142,8 +147,7 @@ class OneShotLayout {
   // (all_reduce, reduce, broadcast) or one per rank (all_gather, reduce_scatter,
   // all_to_all).
   size_t MaxLargest(OneShotKind kind) const {
-    const bool spread = OneShotScatters(kind) || OneShotGathers(kind);
-    return spread ? MaxPiece(kind) * static_cast<size_t>(ranks_) : MaxPiece(kind);
+    return OneShotSpreads(kind) ? MaxPiece(kind) * static_cast<size_t>(ranks_) : MaxPiece(kind);
   }
   // Blocks of the largest piece.
   size_t max_blocks() const { return Blocks(max_piece()); }

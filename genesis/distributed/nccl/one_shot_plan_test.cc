@@ -206,6 +206,14 @@ TEST(OneShotKindTest, NamesAndWhichReduce) {
   for (OneShotKind kind : {OneShotKind::kAllGather, OneShotKind::kAllToAll}) {
     EXPECT_TRUE(OneShotGathers(kind)) << OneShotKindName(kind);
   }
+  for (OneShotKind kind :
+       {OneShotKind::kAllGather, OneShotKind::kReduceScatter, OneShotKind::kAllToAll}) {
+    EXPECT_TRUE(OneShotSpreads(kind)) << OneShotKindName(kind);
+  }
+  for (OneShotKind kind :
+       {OneShotKind::kAllReduce, OneShotKind::kReduce, OneShotKind::kBroadcast}) {
+    EXPECT_FALSE(OneShotSpreads(kind)) << OneShotKindName(kind);
+  }
   for (OneShotKind kind : {OneShotKind::kAllReduce, OneShotKind::kReduce, OneShotKind::kBroadcast,
                            OneShotKind::kReduceScatter}) {
     EXPECT_FALSE(OneShotGathers(kind)) << OneShotKindName(kind);

@@ -33,9 +33,10 @@ namespace genesis::distributed {
 // Operations in which a rank sends up to this many bytes take NCCL groups' one-shot path
 // by default (GroupInfo::nccl_one_shot_bytes; nccl/one_shot_plan.h's MaxPiece): an
 // all_gather's output of up to 8 MiB at 2 ranks, 5.3 MiB at 4, 4.6 MiB at 8 (as much
-// for reduce_scatter's and all_to_all's input); an all_reduce, broadcast or reduce of up
-// to 4 MiB, 683 KiB, 146 KiB; sends of up to 512 KiB. On four H200s that kept the path
-// where it was ahead of NCCL (docs/distributed.md, "One-shot collectives").
+// for reduce_scatter's and all_to_all's input); an all_reduce or broadcast of up to
+// 4 MiB, 2.7 MiB, 2.3 MiB (in two steps beyond 2 ranks); a reduce of up to 4 MiB,
+// 683 KiB, 146 KiB; sends of up to 1 MiB. On four H200s that kept the path where it was
+// ahead of NCCL (docs/distributed.md, "One-shot collectives").
 inline constexpr size_t kDefaultNcclOneShotBytes = size_t{4} << 20;
 
 // Who a communicator is, for error messages and reports.
@@ -59,9 +60,10 @@ struct GroupInfo {
   bool nccl_interop = false;
   // NCCL only: all_reduce, reduce, broadcast, all_gather, reduce_scatter, all_to_all
   // and sends and receives in which a rank sends up to this many bytes (a collective's
-  // piece times ranks - 1, all_reduce's, broadcast's and reduce's counted ranks / 2
-  // times; a message, up to 512 KiB) run genesis's one-shot kernel over a symmetric
-  // window instead of NCCL's (nccl/nccl_communicator.h); 0: none.
+  // piece times ranks - 1; all_reduce's and broadcast's pieces may be ranks / 2 times
+  // as large, reduce's 2 / ranks as large: nccl/one_shot_plan.h's MaxPiece; a message,
+  // up to 1 MiB) run genesis's one-shot kernel over a symmetric window instead of
+  // NCCL's (nccl/nccl_communicator.h); 0: none.
   size_t nccl_one_shot_bytes = kDefaultNcclOneShotBytes;
 
   // "gloo group 'world' (rank 1 of 4)".

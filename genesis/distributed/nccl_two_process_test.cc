@@ -55,7 +55,7 @@ absl::Duration Scaled(absl::Duration d) {
 
 // The one-shot tests' nccl_one_shot_bytes: not the default, so that they also cover a
 // budget a group chooses. At 2 ranks it is the largest all_reduce (and message) of the
-// path, at 4 ranks a sixth of it (OneShotLayout::MaxPiece).
+// path, at 4 ranks two thirds of it (OneShotLayout::MaxPiece).
 constexpr size_t kOneShotTestBytes = size_t{256} << 10;
 
 // Runs body(group) on `ranks` ranks of a fresh NCCL group (rank r on cuda:r) whose
@@ -501,8 +501,9 @@ TEST(NcclTwoProcessTest, LargeAllGatherInASymmetricWindowIsNotStaged) {
 }
 
 // The one-shot all_reduce: every dtype and reduction at sizes around its chunks and its
-// limit (OneShotLayout::MaxPiece), in lines and in bulk, in views that start off 16
-// bytes, with known results; messages one element over the limit run NCCL's all_reduce.
+// limit (OneShotLayout::MaxPiece), in lines, in bulk and (beyond 2 ranks, past the
+// one-step slots' piece) in two steps, in views that start off 16 bytes, with known
+// results; messages one element over the limit run NCCL's all_reduce.
 std::string OneShotAtEverySizeAndAlignment(ProcessGroup& group) {
   const int r = group.rank();
   const int n = group.size();
@@ -516,11 +517,11 @@ std::string OneShotAtEverySizeAndAlignment(ProcessGroup& group) {
   for (DType dtype : {DType::kUInt8, DType::kInt8, DType::kInt32, DType::kInt64, DType::kFloat16,
                       DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
     const int64_t item = static_cast<int64_t>(ItemSize(dtype));
-    // All_reduce's pieces: 2 / ranks of the largest piece (OneShotLayout::MaxPiece).
-    const int64_t limit = static_cast<int64_t>(before.max_piece * 2 / n) / item;
+    // All_reduce's pieces: ranks / 2 times the largest piece (OneShotLayout::MaxPiece).
+    const int64_t limit = static_cast<int64_t>(before.max_piece * n / 2) / item;
     const int64_t chunk = 8192 / item;
-    for (int64_t count :
-         {int64_t{1}, int64_t{3}, chunk - 1, chunk + 1, 3 * chunk + 5, limit, limit + 1}) {
+    for (int64_t count : {int64_t{1}, int64_t{3}, chunk - 1, chunk + 1, 3 * chunk + 5,
+                          8 * chunk + 1, limit, limit + 1}) {
       for (int64_t offset : {int64_t{0}, int64_t{1}}) {
         for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kAvg}) {
           if (!CheckReduction(op, dtype).ok()) continue;

@@ -170,8 +170,9 @@ void RegisterDistributed(py::module_& m) {
       "every rank must pass the same, GENESIS_NCCL_REGISTER overrides it, and another word "
       "raises ValueError. `nccl_one_shot_bytes`: all_reduce, reduce, broadcast, all_gather, "
       "reduce_scatter, all_to_all and sends and receives in which a rank sends up to this "
-      "many bytes (a collective's piece times world size - 1, world size / 2 times that for "
-      "all_reduce, broadcast and reduce; a message, up to 512 KiB; at most 4 MiB, else "
+      "many bytes (a collective's piece times world size - 1; all_reduce's and broadcast's "
+      "pieces may be world size / 2 times as large, reduce's 2 / world size as large; a "
+      "message, up to 1 MiB; at most 4 MiB, else "
       "ValueError) run genesis's one-shot kernels where the GPUs reach each other's "
       "memory (one node), 0 for none; every rank must pass the same, "
       "GENESIS_NCCL_ONE_SHOT_BYTES overrides it.");

@@ -58,10 +58,10 @@
 // One-shot collectives (GroupInfo::nccl_one_shot_bytes, one_shot_plan.h): an
 // all_reduce, reduce, broadcast, all_gather, reduce_scatter or all_to_all in which a
 // rank sends each peer up to 1 / (ranks - 1) of that many bytes (its piece: the buffer,
-// or one rank's part of the gathered or scattered buffer; 2 / ranks of that for
-// all_reduce, broadcast and reduce; of a dtype and reduction NCCL has), and each send
-// or receive of up to that many (and 512 KiB), runs a kernel of genesis's own instead
-// of NCCL's. Each
+// or one rank's part of the gathered or scattered buffer; ranks / 2 of that for
+// all_reduce and broadcast, in two steps beyond 2 ranks, 2 / ranks of it for reduce;
+// of a dtype and reduction NCCL has), and each send or receive of up to that many (and
+// 1 MiB), runs a kernel of genesis's own instead of NCCL's. Each
 // thread writes its part straight into every peer's copy of a symmetric window of the
 // group (ncclMemAlloc, ncclCommWindowRegister; made when the group is made) over NVLink,
 // in NCCL's LL format (a flag beside every 4 bytes of data; larger pieces in bulk, one

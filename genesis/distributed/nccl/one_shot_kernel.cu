@@ -1,17 +1,17 @@
-#include "genesis/distributed/nccl/one_shot_kernel.h"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <nccl_device.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "genesis/core/absl_compat.h"
+#include "genesis/distributed/nccl/one_shot_kernel.h"
 
 namespace genesis::distributed::nccl_backend {
 namespace {
@@ -34,6 +34,15 @@ struct Params {
   size_t bulk_region_bytes;
   size_t bulk_flags;
   bool bulk;
+  // Two steps (OneShotLayout::TwoStep): the shard's bytes, the layout's
+  // two_step_slot(0), two_step_slot_bytes(), two_step_region_bytes() and
+  // gather_flag(0, 0).
+  bool two_step;
+  size_t shard;
+  size_t two_step_slot;
+  size_t two_step_slot_bytes;
+  size_t two_step_region_bytes;
+  size_t gather_flags;
   int threads;          // Per block: the layout's Threads(piece).
   OneShotKind kind;
   int rank;
@@ -216,13 +225,14 @@ __device__ void ReleaseFlag(uint32_t* to, uint32_t flag) {
   asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(to), "r"(flag) : "memory");
 }
 
-// Waits until this rank's flag word at `from` holds `flag` or later (wrapping), and
-// acquires it. False when the group failed meanwhile.
+// Waits until this rank's flag word at `from` holds `flag` or `flag` + 1 (the writer
+// may be one operation ahead; any older value, however old, keeps it waiting, and the
+// arithmetic wraps), and acquires it. False when the group failed meanwhile.
 __device__ bool AcquireFlag(const uint32_t* from, uint32_t flag, const volatile int* abort) {
   for (uint32_t polls = 1;; ++polls) {
     uint32_t seen;
     asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(from) : "memory");
-    if (static_cast<int32_t>(seen - flag) >= 0) return true;
+    if (seen - flag <= 1) return true;
     if (polls % 1024 == 0 && *abort != 0) return false;
   }
 }
@@ -274,20 +284,41 @@ __device__ bool ExchangeLines(const Params& p, size_t block, int t, uint32_t epo
   return true;
 }
 
+// Once every thread of the block got here (its stores before are done), thread q
+// releases `flag` as this rank's flag of `block` in peer q's flags at `flags` (when
+// `release`) and then waits for q's here (when `acquire`): `release` and `acquire` say
+// so for the thread's peer. Every thread of the block calls it; false, for every
+// thread, when a wait failed (the group failed meanwhile).
+__device__ bool SwapFlags(const Params& p, size_t flags, size_t block, int t, uint32_t flag,
+                          bool release, bool acquire) {
+  __syncthreads();
+  bool ok = true;
+  if (t < p.ranks && t != p.rank) {
+    if (release) {
+      const size_t word = flags + (block * p.ranks + p.rank) * sizeof(uint32_t);
+      ReleaseFlag(static_cast<uint32_t*>(ncclGetLsaPointer(p.window, word, t)), flag);
+    }
+    if (acquire) {
+      const size_t from = flags + (block * p.ranks + t) * sizeof(uint32_t);
+      ok = AcquireFlag(reinterpret_cast<const uint32_t*>(p.local + from), flag, p.abort);
+    }
+  }
+  return __syncthreads_or(!ok) == 0;
+}
+
 // Bulk: the block's threads store their 16 bytes where they are used (BulkSends) in
 // each peer's bulk region of `slot`; once the whole block has, thread q releases this
 // rank's flag in peer q's window and then waits for q's flag here; once every peer's
 // flag is there, each thread loads the 16 bytes it needs into `got`. Every thread of
 // the block takes part. False (for every thread) when the group failed meanwhile.
 template <typename T>
-__device__ bool ExchangeBulk(const Params& p, size_t block, int t, uint32_t epoch, uint32_t flag,
-                             size_t at, int valid, const Pack& mine, Pack* got) {
-  __shared__ int failed;
+__device__ bool ExchangeBulk(const Params& p, size_t block, int t, uint32_t epoch, size_t at,
+                             int valid, const Pack& mine, Pack* got) {
+  const uint32_t flag = epoch + 1;  // 0 too, once the epoch wraps: AcquireFlag tells them apart.
   const size_t region = p.bulk_slot + (epoch & 1) * p.bulk_slot_bytes + block * p.bulk_region_bytes;
   const auto part_of = [&](int q) {
     return region + static_cast<size_t>(q) * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
   };
-  if (t == 0) failed = 0;
   if (valid > 0) {
     for (int q = 0; q < p.ranks; ++q) {
       if (q == p.rank || !BulkSends(p, p.rank, q)) continue;
@@ -296,17 +327,7 @@ __device__ bool ExchangeBulk(const Params& p, size_t block, int t, uint32_t epoc
       StoreShared(static_cast<char*>(ncclGetLsaPointer(p.window, part_of(p.rank), q)), part);
     }
   }
-  __syncthreads();
-  if (t < p.ranks && t != p.rank) {
-    const size_t word = p.bulk_flags + (block * p.ranks + p.rank) * sizeof(uint32_t);
-    ReleaseFlag(static_cast<uint32_t*>(ncclGetLsaPointer(p.window, word, t)), flag);
-    const size_t from = p.bulk_flags + (block * p.ranks + t) * sizeof(uint32_t);
-    if (!AcquireFlag(reinterpret_cast<const uint32_t*>(p.local + from), flag, p.abort)) {
-      failed = 1;
-    }
-  }
-  __syncthreads();
-  if (failed) return false;
+  if (!SwapFlags(p, p.bulk_flags, block, t, flag, true, true)) return false;
   if (valid > 0) {
 #pragma unroll
     for (int q = 0; q < kOneShotMaxRanks; ++q) {
@@ -314,6 +335,98 @@ __device__ bool ExchangeBulk(const Params& p, size_t block, int t, uint32_t epoc
         got[q] = LoadShared(p.local + part_of(q));
       }
     }
+  }
+  return true;
+}
+
+// Two steps: the shard rank `rank` owns (all_reduce: its own; broadcast: none at the
+// root, shard q at rank q, or q + 1 from the root on), and the rank that owns `shard`.
+__device__ int ShardOf(const Params& p, int rank) {
+  if (p.kind != OneShotKind::kBroadcast) return rank;
+  return rank == p.root ? -1 : rank < p.root ? rank : rank - 1;
+}
+__device__ int OwnerOf(const Params& p, int shard) {
+  return p.kind != OneShotKind::kBroadcast || shard < p.root ? shard : shard + 1;
+}
+
+// Whether rank `from` sends rank `to` its shard in the second step of two: an owner
+// sends every peer (all_reduce) or every peer but the root (broadcast).
+__device__ bool GatherSends(const Params& p, int from, int to) {
+  return ShardOf(p, from) >= 0 && (p.kind != OneShotKind::kBroadcast || to != p.root);
+}
+
+// Two steps (OneShotLayout::TwoStep), one block: thread t handles the 16 bytes at
+// block * kOneShotChunkBytes + 16 t of every shard. First it stores each owner's shard
+// in the owner's region (broadcast: at the root alone), and the flags go between every
+// pair, as in bulk; then an owner reduces its shard from what every rank sent
+// (broadcast: takes the root's), stores it and sends it on; the second step's flags go
+// with the bytes. False (for every thread) when the group failed meanwhile.
+template <typename T, ReduceOp kOp>
+__device__ bool TwoStep(const Params& p, size_t block, int t, uint32_t epoch) {
+  const uint32_t flag = epoch + 1;  // As in bulk.
+  const size_t within = block * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
+  // The bytes of shard j this thread handles (at j * shard + within): 16, fewer at the
+  // piece's end, 0 past it or past the shard.
+  const auto valid = [&](int j) -> int {
+    const size_t at = static_cast<size_t>(j) * p.shard + within;
+    if (within >= p.shard || at >= p.piece) return 0;
+    return p.piece - at < 16 ? static_cast<int>(p.piece - at) : 16;
+  };
+  const size_t region =
+      p.two_step_slot + (epoch & 1) * p.two_step_slot_bytes + block * p.two_step_region_bytes;
+  // Where rank q's 16 bytes for this thread land in step 0 or 1.
+  const auto part_of = [&](int step, int q) {
+    return region + static_cast<size_t>(step * p.ranks + q) * kOneShotChunkBytes +
+           static_cast<size_t>(t) * 16;
+  };
+  const int owners = p.kind == OneShotKind::kBroadcast ? p.ranks - 1 : p.ranks;
+  if (p.kind != OneShotKind::kBroadcast || p.rank == p.root) {
+    for (int j = 0; j < owners; ++j) {
+      const int q = OwnerOf(p, j);
+      const int bytes = valid(j);
+      if (q == p.rank || bytes <= 0) continue;
+      Pack part = {};
+      LoadPart<T>(part, p.in + j * p.shard + within, bytes, p.aligned);
+      StoreShared(static_cast<char*>(ncclGetLsaPointer(p.window, part_of(0, p.rank), q)), part);
+    }
+  }
+  if (!SwapFlags(p, p.bulk_flags, block, t, flag, true, true)) return false;
+  const int mine = ShardOf(p, p.rank);
+  const int bytes = mine >= 0 ? valid(mine) : 0;
+  if (bytes > 0) {
+    const size_t at = mine * p.shard + within;
+    Pack result;
+    if (p.kind == OneShotKind::kBroadcast) {
+      result = LoadShared(p.local + part_of(0, p.root));
+    } else {
+      Pack got[kOneShotMaxRanks];
+#pragma unroll
+      for (int q = 0; q < kOneShotMaxRanks; ++q) {
+        if (q >= p.ranks) continue;
+        if (q == p.rank) {  // Unrolled, so that `got` stays in registers.
+          got[q] = {};
+          LoadPart<T>(got[q], p.in + at, bytes, p.aligned);
+        } else {
+          got[q] = LoadShared(p.local + part_of(0, q));
+        }
+      }
+      result = ReduceRanks<T, kOp>(p, got);
+    }
+    StorePart<T>(p.out + at, result, bytes, p.aligned);
+    for (int q = 0; q < p.ranks; ++q) {
+      if (q == p.rank || !GatherSends(p, p.rank, q)) continue;
+      StoreShared(static_cast<char*>(ncclGetLsaPointer(p.window, part_of(1, p.rank), q)), result);
+    }
+  }
+  if (!SwapFlags(p, p.gather_flags, block, t, flag, GatherSends(p, p.rank, t),
+                 GatherSends(p, t, p.rank))) {
+    return false;
+  }
+  for (int j = 0; j < owners; ++j) {
+    const int q = OwnerOf(p, j);
+    const int got = valid(j);
+    if (q == p.rank || got <= 0 || !GatherSends(p, q, p.rank)) continue;
+    StorePart<T>(p.out + j * p.shard + within, LoadShared(p.local + part_of(1, q)), got, p.aligned);
   }
   return true;
 }
@@ -331,6 +444,10 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   if (t == 0) epoch_of_block = *epoch_word;
   __syncthreads();
   const uint32_t epoch = epoch_of_block;
+  if (p.two_step) {
+    if (TwoStep<T, kOp>(p, block, t, epoch) && t == 0) *epoch_word = epoch + 1;
+    return;
+  }
   // Never 0, the flags of lines never written (the epoch wraps after 2^32 operations).
   const uint32_t flag = epoch + 1 == 0 ? 1 : epoch + 1;
   const size_t at = block * blockDim.x * 16 + static_cast<size_t>(t) * 16;
@@ -343,7 +460,7 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   Pack got[kOneShotMaxRanks];
   // The lines' exchange is per thread; the bulk's takes the whole block.
   const bool exchanged =
-      p.bulk ? ExchangeBulk<T>(p, block, t, epoch, flag, at, valid, mine, got)
+      p.bulk ? ExchangeBulk<T>(p, block, t, epoch, at, valid, mine, got)
              : valid <= 0 || ExchangeLines<T>(p, block, t, epoch, flag, at, valid, mine, got);
   if (!exchanged) return;
 #pragma unroll
@@ -384,9 +501,11 @@ struct PeerMessage {
   size_t lines;  // Slot 0 of its lines: in the peer's window for a send, here for a receive.
   size_t count;  // This rank's count of the messages it sent to (took from) the peer.
   size_t taken;  // What the peer took from this rank: here for a send, there for a receive.
+  size_t arrived;        // Bulk: the flags of messages from the sender, in the receiver's window.
   unsigned first_block;  // The message's first block in the grid.
   int peer;
   bool send;
+  bool bulk;     // OneShotLayout::MessageBulk.
   bool aligned;  // `data` is on 16 bytes.
 };
 
@@ -410,9 +529,60 @@ __device__ bool WaitForCount(const volatile uint32_t* taken, uint32_t least,
   }
 }
 
-// One block of one message: a send writes its 16 bytes per thread into the peer's
-// window once the peer took the message two before (whose slot this one reuses); a
-// receive waits for its lines, stores them, and then tells the sender it took them.
+// How many of the 16 bytes at `at` of `m`'s data are in the message.
+__device__ int ValidOf(const PeerMessage& m, size_t at) {
+  return at < m.bytes ? static_cast<int>(m.bytes - at < 16 ? m.bytes - at : 16) : 0;
+}
+
+// A block of a message in bulk, sent: two 16-byte parts per thread stored into the
+// block's region `region` of the peer's window, then (once the whole block has) the
+// flag k + 1 released there. Received: the flag acquired, then each thread's parts
+// loaded and stored. The caller waited, for a send, until the slot is free. False (for
+// every thread) when the group failed meanwhile.
+__device__ bool PeerBulk(const PeerParams& p, const PeerMessage& m, size_t block, int t, uint32_t k,
+                         size_t region) {
+  __shared__ int arrived;
+  const size_t word = block * sizeof(uint32_t);
+  const size_t start = block * OneShotLayout::peer_lines_bytes();
+  // Part j of this thread: at start + within(j) of the message and within(j) of the region.
+  const auto within = [&](int part) {
+    return static_cast<size_t>(part) * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
+  };
+  if (m.send) {
+    char* const to = static_cast<char*>(ncclGetLsaPointer(p.window, region, m.peer));
+    for (int part = 0; part < 2; ++part) {
+      const int valid = ValidOf(m, start + within(part));
+      if (valid <= 0) break;
+      Pack v = {};
+      LoadPart<uint8_t>(v, m.data + start + within(part), valid, m.aligned);
+      StoreShared(to + within(part), v);
+    }
+    __syncthreads();
+    if (t == 0) {
+      ReleaseFlag(static_cast<uint32_t*>(ncclGetLsaPointer(p.window, m.arrived + word, m.peer)),
+                  k + 1);
+    }
+    return true;
+  }
+  if (t == 0) {
+    arrived =
+        AcquireFlag(reinterpret_cast<const uint32_t*>(p.local + m.arrived + word), k + 1, p.abort);
+  }
+  __syncthreads();
+  if (!arrived) return false;
+  for (int part = 0; part < 2; ++part) {
+    const int valid = ValidOf(m, start + within(part));
+    if (valid <= 0) break;
+    StorePart<uint8_t>(m.data + start + within(part), LoadShared(p.local + region + within(part)),
+                       valid, m.aligned);
+  }
+  return true;
+}
+
+// One block of one message: a send writes its 16 bytes per thread (in bulk, 32) into
+// the peer's window once the peer took the message two before (whose slot this one
+// reuses); a receive waits for its lines (in bulk, the block's flag), stores them, and
+// then tells the sender it took them.
 __global__ void __launch_bounds__(kOneShotThreads) OneShotPeers(PeerParams p) {
   __shared__ uint32_t sequence;
   __shared__ int proceed;
@@ -423,15 +593,15 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShotPeers(PeerParams p) {
   const PeerMessage& m = p.messages[i];
   const size_t block = blockIdx.x - m.first_block;
   const size_t at = block * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
-  const int valid = at < m.bytes ? static_cast<int>(m.bytes - at < 16 ? m.bytes - at : 16) : 0;
+  const int valid = m.bulk ? 0 : ValidOf(m, at);
   const size_t word = block * sizeof(uint32_t);
   auto* const count = reinterpret_cast<uint32_t*>(p.local + m.count + word);
   if (t == 0) sequence = *count;
   __syncthreads();
   const uint32_t k = sequence;  // This is the k-th message between the two, in this block.
   const uint32_t flag = k + 1 == 0 ? 1 : k + 1;  // Never 0, the flags of lines never written.
-  const size_t line =
-      m.lines + (k & 1) * p.slot_bytes + block * p.block_bytes + static_cast<size_t>(t) * 32;
+  const size_t region = m.lines + (k & 1) * p.slot_bytes + block * p.block_bytes;
+  const size_t line = region + static_cast<size_t>(t) * 32;
   if (m.send) {
     if (t == 0) {
       // Message k - 2 used this slot: the peer must have taken k - 1 messages.
@@ -440,7 +610,9 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShotPeers(PeerParams p) {
     }
     __syncthreads();
     if (!proceed) return;
-    if (valid > 0) {
+    if (m.bulk) {
+      PeerBulk(p, m, block, t, k, region);
+    } else if (valid > 0) {
       Pack v = {};
       LoadPart<uint8_t>(v, m.data + at, valid, m.aligned);
       SendLL(static_cast<char*>(ncclGetLsaPointer(p.window, line, m.peer)), v, flag);
@@ -449,7 +621,9 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShotPeers(PeerParams p) {
     return;
   }
   bool received = true;
-  if (valid > 0) {
+  if (m.bulk) {
+    received = PeerBulk(p, m, block, t, k, region);
+  } else if (valid > 0) {
     Pack v;
     received = ReceiveLL(p.local + line, v, flag, p.abort);
     if (received) StorePart<uint8_t>(m.data + at, v, valid, m.aligned);
@@ -537,10 +711,12 @@ bool LaunchFor(DType dtype, ReduceOp op, const Params& p, unsigned blocks, cudaS
 absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
   const OneShotLayout& layout = *args.layout;
   const bool spread = OneShotSpreads(args.kind);
-  if (args.piece == 0 || args.piece > layout.max_piece()) {
+  // What the window holds: a piece in one step, or in two (OneShotLayout::TwoStep).
+  const size_t most = std::max(layout.max_piece(), layout.MaxPiece(args.kind));
+  if (args.piece == 0 || args.piece > most) {
     return absl::InvalidArgumentError(absl::StrCat("one-shot ", ToAbsl(OneShotKindName(args.kind)),
                                                    " whose piece has ", args.piece, " bytes (1 to ",
-                                                   layout.max_piece(), ")"));
+                                                   most, ")"));
   }
   if (args.root < 0 || args.root >= layout.ranks()) {
     return absl::InvalidArgumentError(absl::StrCat("one-shot ", ToAbsl(OneShotKindName(args.kind)),
@@ -562,6 +738,12 @@ absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
   p.bulk_slot_bytes = layout.bulk_slot_bytes();
   p.bulk_region_bytes = layout.bulk_region_bytes();
   p.bulk_flags = layout.bulk_flag(0, 0);
+  p.two_step = layout.TwoStep(args.kind, args.piece);
+  p.shard = layout.Shard(args.kind, args.piece);
+  p.two_step_slot = layout.two_step_slot(0);
+  p.two_step_slot_bytes = layout.two_step_slot_bytes();
+  p.two_step_region_bytes = layout.two_step_region_bytes();
+  p.gather_flags = layout.gather_flag(0, 0);
   p.kind = args.kind;
   p.rank = args.rank;
   p.ranks = layout.ranks();
@@ -570,8 +752,9 @@ absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
                (spread ? args.piece : 0)) %
                   16 ==
               0;
-  p.threads = layout.Threads(args.piece);
-  const auto blocks = static_cast<unsigned>(OneShotLayout::Blocks(args.piece, p.threads));
+  p.threads = p.two_step ? kOneShotThreads : layout.Threads(args.piece);
+  const auto blocks =
+      static_cast<unsigned>(OneShotLayout::Blocks(p.two_step ? p.shard : args.piece, p.threads));
   // What only moves bytes runs the byte kernel (any alignment).
   const bool launched =
       OneShotReduces(args.kind)
@@ -631,11 +814,13 @@ absl::Status LaunchOneShotPeers(const OneShotPeerArgs& args, CUstream_st* stream
     to.lines = layout.peer_lines(m.send ? args.rank : m.peer, 0, 0);
     to.count = m.send ? layout.sent_to(m.peer, 0) : layout.taken_from(m.peer, 0);
     to.taken = layout.taken_by(m.send ? m.peer : args.rank, 0);
+    to.arrived = layout.arrived_from(m.send ? args.rank : m.peer, 0);
     to.first_block = static_cast<unsigned>(blocks);
     to.peer = m.peer;
     to.send = m.send;
+    to.bulk = OneShotLayout::MessageBulk(m.bytes);
     to.aligned = reinterpret_cast<uintptr_t>(m.data) % 16 == 0;
-    blocks += OneShotLayout::Blocks(m.bytes);
+    blocks += OneShotLayout::MessageBlocks(m.bytes);
   }
   LaunchEarly(OneShotPeers, static_cast<unsigned>(blocks), kOneShotThreads, stream, p);
   const cudaError_t error = cudaGetLastError();

@@ -47,7 +47,8 @@ struct OneShotArgs : OneShotWindow {
 
 // Queues the kernel on `stream`. InvalidArgument for a dtype and reduction it does not
 // serve (OneShotReduces), a piece of 0 bytes or more than the window holds
-// (OneShotLayout::max_piece) or a root out of range; the launch's error otherwise.
+// (OneShotLayout::max_piece, or MaxPiece where that is more: all_reduce and broadcast
+// in two steps) or a root out of range; the launch's error otherwise.
 absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream);
 
 // One send or receive of a batch (LaunchOneShotPeers): `bytes` (1 to the layout's

@@ -315,12 +315,17 @@ TEST_P(OneShotKernelTest, EveryDTypeAndReductionAtSizesAroundItsChunks) {
     // The small pieces' blocks (OneShotLayout::Threads) and where they end.
     const int64_t small = int64_t{kOneShotSmallThreads} * 16 / item;
     const int64_t small_piece = static_cast<int64_t>(kOneShotSmallPiece) / item;
-    const int64_t limit = static_cast<int64_t>(ranks.windows->layout().max_piece()) / item;
+    // Beyond 2 ranks, two steps from past the one-step slots to the limit.
+    const OneShotLayout& layout = ranks.windows->layout();
+    const int64_t max_piece = static_cast<int64_t>(layout.max_piece()) / item;
+    const int64_t limit = static_cast<int64_t>(layout.MaxPiece(OneShotKind::kAllReduce)) / item;
+    std::vector<int64_t> counts = {1,         3,           small + 1,       chunk - 1,     chunk,
+                                   chunk + 1, small_piece, small_piece + 1, 5 * chunk + 7, limit};
+    if (n > 2) counts.push_back(max_piece + 3);
     for (ReduceOp op :
          {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
       if (!OneShotReduces(dtype, op)) continue;
-      for (int64_t count : {int64_t{1}, int64_t{3}, small + 1, chunk - 1, chunk, chunk + 1,
-                            small_piece, small_piece + 1, 5 * chunk + 7, limit}) {
+      for (int64_t count : counts) {
         for (int64_t offset : {int64_t{0}, int64_t{1}}) {
           ASSERT_EQ(RunOnce(ranks, dtype, op, count, offset), "");
         }
@@ -416,25 +421,89 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
   }
 }
 
+// Broadcast in two steps (beyond 2 ranks; below, in one) from every root, and
+// all_reduce between its runs: known results where two steps begin, at a size whose
+// last shards are short and at the limit, in views off 16 bytes, broadcast in place.
+TEST_P(OneShotKernelTest, TwoStepsFromEveryRoot) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  const int n = GetParam();
+  Ranks ranks = MakeRanks(n, n <= 4 ? size_t{256} << 10 : size_t{96} << 10);
+  ASSERT_NE(ranks.windows, nullptr);
+  const OneShotLayout& layout = ranks.windows->layout();
+  const Device gpu = Device::Cuda(0);
+  const DType dtype = DType::kInt32;
+  const auto limit = static_cast<int64_t>(layout.MaxPiece(OneShotKind::kBroadcast)) / 4;
+  const auto first =
+      static_cast<int64_t>(std::min(layout.two_step_min_piece(), layout.max_piece())) / 4 + 1;
+  // Rank r's value i: r * 3 + i % 5; the sum over ranks of it.
+  const auto value = [](int r) { return [r](int64_t i) { return r * 3 + i % 5; }; };
+  const auto sum = [n](int64_t i) { return 3.0 * n * (n - 1) / 2 + n * (i % 5); };
+  for (int64_t count : {first, limit - 5, limit}) {
+    for (int64_t offset : {int64_t{0}, int64_t{4}}) {
+      for (int root = 0; root < n; ++root) {
+        const std::string what =
+            absl::StrCat(n, " ranks, ", count, " x int32 at +", offset, ", root ", root);
+        std::vector<Storage> b, all, out;
+        for (int r = 0; r < n; ++r) {
+          auto view = [&](const std::function<double(int64_t)>& f) -> Storage {
+            auto whole = Filled(
+                count + offset, dtype, [&](int64_t i) { return f(i - offset); }, gpu);
+            EXPECT_TRUE(whole.ok()) << whole.status();
+            auto v = whole->Slice(0, offset, offset + count);
+            EXPECT_TRUE(v.ok()) << v.status();
+            return *v;
+          };
+          b.push_back(view(value(r)));
+          all.push_back(view(value(r)));
+          out.push_back(view([](int64_t) { return -1; }));
+        }
+        Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
+        for (int r = 0; r < n; ++r) {
+          const auto& w = *ranks.windows;
+          for (const OneShotArgs& args :
+               {w.Args(r, OneShotKind::kBroadcast, b[r], b[r], ReduceOp::kSum, root),
+                w.Args(r, OneShotKind::kAllReduce, all[r], out[r], ReduceOp::kSum, 0)}) {
+            ASSERT_EQ(layout.TwoStep(args.kind, args.piece), n > 2) << what;
+            absl::Status launched = LaunchOneShot(args, ranks.streams[r].native());
+            ASSERT_TRUE(launched.ok()) << OneShotKindName(args.kind) << ": " << launched;
+          }
+        }
+        ASSERT_TRUE(SyncAll(ranks).ok());
+        ASSERT_FALSE(watchdog.Cancel()) << what << ": a rank waited for its peers for 20 s";
+        for (int r = 0; r < n; ++r) {
+          const std::string rank = absl::StrCat(what, ", rank ", r);
+          ASSERT_EQ(Check(b[r], value(root), rank + ", broadcast"), "");
+          ASSERT_EQ(Check(all[r], value(r), rank + ", all_reduce's input"), "");
+          ASSERT_EQ(Check(out[r], sum, rank + ", all_reduce"), "");
+        }
+      }
+    }
+  }
+}
+
 // Rank `from`'s message `k` to rank `to`: bytes that differ by sender, receiver, message
 // and place.
 std::function<double(int64_t)> Message(int from, int to, int k) {
   return [=](int64_t i) { return (from * 31 + to * 7 + k * 13 + i) % 251; };
 }
 
-// Every rank sends to every peer and receives from every peer in one launch, five times
-// over (each slot used again), messages of sizes around the chunks and the limit that
-// differ by pair, in views off 1 byte.
+// Every rank sends to every peer and receives from every peer in one launch, eight
+// times over (each slot used again, in lines and in bulk by turns), messages of sizes
+// around the chunks, the lines' limit and the limit that differ by pair, in views off
+// 1 byte.
 TEST_P(OneShotKernelTest, SendsAndReceivesAmongEveryPair) {
   GENESIS_SKIP_WITHOUT_GPU();
   const int n = GetParam();
-  Ranks ranks = MakeRanksWithBudget(n, size_t{64} << 10);
+  Ranks ranks = MakeRanksWithBudget(n, size_t{256} << 10);
   ASSERT_NE(ranks.windows, nullptr);
   const Device gpu = Device::Cuda(0);
   const auto limit = static_cast<int64_t>(ranks.windows->layout().max_message());
   const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes);
-  const int64_t sizes[] = {1, 17, chunk, chunk + 3, 3 * chunk - 1, limit};
-  for (int k = 0; k < 5; ++k) {
+  const auto lines = static_cast<int64_t>(kOneShotLineMaxPiece);
+  const int64_t sizes[] = {1,     17,        chunk,          chunk + 3, 3 * chunk - 1,
+                           lines, lines + 1, 5 * chunk + 33, limit};
+  constexpr int kSizes = sizeof(sizes) / sizeof(sizes[0]);
+  for (int k = 0; k < 8; ++k) {
     // received[r][q]: what rank r took from q; sent[r][q]: what r sent to q.
     std::vector<std::vector<Storage>> sent(n), received(n);
     std::vector<std::vector<OneShotMessage>> messages(n);
@@ -444,7 +513,7 @@ TEST_P(OneShotKernelTest, SendsAndReceivesAmongEveryPair) {
       for (int q = 0; q < n; ++q) {
         if (q == r) continue;
         // The pair's size: the same at both ends.
-        const int64_t out = sizes[(r + 2 * q + k) % 6], in = sizes[(q + 2 * r + k) % 6];
+        const int64_t out = sizes[(r + 2 * q + k) % kSizes], in = sizes[(q + 2 * r + k) % kSizes];
         const int64_t offset = (r + q + k) % 2;
         auto view = [&](int64_t count, const std::function<double(int64_t)>& f) -> Storage {
           auto whole = Filled(
@@ -479,17 +548,18 @@ TEST_P(OneShotKernelTest, SendsAndReceivesAmongEveryPair) {
   }
 }
 
-// Rank 0 queues twelve sends to rank 1 before rank 1 receives any: the third waits
-// until rank 1 took the first (its slot), so rank 0's stream cannot finish until rank 1
-// receives; then every message arrives, in order.
+// Rank 0 queues twelve sends to rank 1 before rank 1 receives any, in lines and in
+// bulk by turns: the third waits until rank 1 took the first (its slot), so rank 0's
+// stream cannot finish until rank 1 receives; then every message arrives, in order.
 TEST(OneShotKernelTest, SendsWaitForTheReceiveTwoBefore) {
   GENESIS_SKIP_WITHOUT_GPU();
-  Ranks ranks = MakeRanksWithBudget(2, size_t{64} << 10);
+  Ranks ranks = MakeRanksWithBudget(2, size_t{256} << 10);
   ASSERT_NE(ranks.windows, nullptr);
   constexpr int kMessages = 12;
   std::vector<Storage> out, in;
   for (int k = 0; k < kMessages; ++k) {
-    const int64_t count = 1 + (k * 7919) % 20000;
+    const int64_t count = k % 2 == 0 ? 1 + (k * 7919) % 20000
+                                     : static_cast<int64_t>(kOneShotLineMaxPiece) + 1 + k * 7919;
     auto o = Filled(count, DType::kUInt8, Message(0, 1, k), Device::Cuda(0));
     auto i = Filled(
         count, DType::kUInt8, [](int64_t) { return 0; }, Device::Cuda(0));
@@ -523,22 +593,25 @@ TEST(OneShotKernelTest, SendsWaitForTheReceiveTwoBefore) {
 // replays.
 TEST(OneShotKernelTest, SendsAndReceivesInGraphsReplay) {
   GENESIS_SKIP_WITHOUT_GPU();
-  Ranks ranks = MakeRanksWithBudget(2, size_t{64} << 10);
+  Ranks ranks = MakeRanksWithBudget(2, size_t{256} << 10);
   ASSERT_NE(ranks.windows, nullptr);
+  // Exchanges of this many bytes: lines, bulk, lines.
+  constexpr int64_t kBytes[] = {20000, 100000, 20000};
   std::vector<Storage> out, in;
   std::vector<cuda::Graph> graphs;
   for (int r = 0; r < 2; ++r) {
-    auto o = Filled(20000, DType::kUInt8, Message(r, 1 - r, 0), Device::Cuda(0));
+    auto o = Filled(kBytes[1], DType::kUInt8, Message(r, 1 - r, 0), Device::Cuda(0));
     auto i = Filled(
-        20000, DType::kUInt8, [](int64_t) { return 0; }, Device::Cuda(0));
+        kBytes[1], DType::kUInt8, [](int64_t) { return 0; }, Device::Cuda(0));
     ASSERT_TRUE(o.ok() && i.ok());
     out.push_back(*o);
     in.push_back(*i);
-    const OneShotMessage exchange[] = {{true, 1 - r, out[r].data_ptr(), 20000},
-                                       {false, 1 - r, in[r].data_ptr(), 20000}};
     ASSERT_TRUE(cuda::BeginCapture(ranks.streams[r].native()).ok());
     // Three exchanges a replay: the slots wrap within one.
-    for (int k = 0; k < 3; ++k) {
+    for (const int64_t bytes : kBytes) {
+      const OneShotMessage exchange[] = {
+          {true, 1 - r, out[r].data_ptr(), static_cast<size_t>(bytes)},
+          {false, 1 - r, in[r].data_ptr(), static_cast<size_t>(bytes)}};
       ASSERT_TRUE(
           LaunchOneShotPeers(ranks.windows->PeerArgs(r, exchange), ranks.streams[r].native()).ok());
     }
@@ -548,7 +621,7 @@ TEST(OneShotKernelTest, SendsAndReceivesInGraphsReplay) {
   }
   for (int replay = 0; replay < 3; ++replay) {
     for (int r = 0; r < 2; ++r) {
-      auto next = Filled(20000, DType::kUInt8, Message(r, 1 - r, replay), Device::Cuda(0));
+      auto next = Filled(kBytes[1], DType::kUInt8, Message(r, 1 - r, replay), Device::Cuda(0));
       ASSERT_TRUE(next.ok());
       ASSERT_TRUE(out[r].CopyFrom(*next).ok());
     }

@@ -39,7 +39,7 @@ std::string_view OneShotKindName(OneShotKind kind) {
 
 size_t OneShotLayout::bytes() const {
   constexpr size_t kAlignment = 4096;
-  const size_t end = counter(3, 0, 0);
+  const size_t end = counter(4, 0, 0);
   return (end + kAlignment - 1) / kAlignment * kAlignment;
 }
 

@@ -15,24 +15,29 @@
 // for all_to_all.
 // Which operations take the path is a budget of what one rank sends (Create): a
 // collective sends its piece to each of the ranks - 1 peers, so its piece may be up to
-// budget / (ranks - 1) (2 / ranks of that for all_reduce, broadcast and reduce, whose
-// NCCL sends less: MaxPiece), and a send up to the budget and kOneShotMaxMessage
-// (docs/distributed.md, "One-shot collectives", has the measurements).
+// budget / (ranks - 1) (for all_reduce and broadcast ranks / 2 of that, in two steps
+// beyond 2 ranks; for reduce 2 / ranks of it: MaxPiece), and a send up to the budget
+// and kOneShotMaxMessage (docs/distributed.md, "One-shot collectives", has the
+// measurements).
 // Thread block b of t threads (Threads()) handles bytes [b * 16t, (b + 1) * 16t) of the
 // piece, and its lines from rank q land in region b of the slot at q's place.
 // Larger pieces (kOneShotLineMaxPiece) go in bulk instead (Bulk()): the bytes
 // themselves into the peer's bulk slot, then, once the whole block has stored its
 // part, one flag per block and rank (released at system scope after the block's
-// stores; the reader acquires it before it reads), so each byte sent is a byte of data
-// (lines carry 8 in 16), for a round trip of the flags per block. A bulk operation sends its bytes only
-// where they are used (broadcast: from the root; reduce: to the root), its flags to
-// every peer.
+// stores; the reader acquires it before it reads), so each byte sent is a byte of
+// data (lines carry 8 in 16), for a round trip of the flags per block. A bulk
+// operation sends its bytes only where they are used (broadcast: from the root;
+// reduce: to the root), its flags to every peer. Beyond 2 ranks, large all_reduces and
+// broadcasts take two steps (TwoStep): the first as in bulk, to each shard's owner,
+// the second from the owners, behind flags of their own.
 // Each block keeps its own count of the operations it took part in (its epoch), and
-// an operation uses slot epoch % 2 (of the lines or of the bulk). Every rank sends to
-// every peer (lines, or a flag), so an operation ends on a rank only once every peer
-// has started it, that is finished the one before: a rank writes a peer's slot again
-// two operations later only after the peer is done reading it. A bulk flag holds the
-// epoch + 1 of the last bulk operation: a reader waits until it is at least its own.
+// an operation uses slot epoch % 2 (of the lines, of the bulk or of two steps). Every
+// rank sends to every peer (lines, or a flag), so an operation ends on a rank only once
+// every peer has started it, that is finished the one before: a rank writes a peer's
+// slot again two operations later only after the peer is done reading it. A bulk flag
+// holds the epoch + 1 of the last bulk operation: a reader waits until it is its own
+// or the next (a peer may be one operation ahead), so a flag written long ago never
+// passes for a new one, also once the epoch wraps.
 //
 // Sends and receives (one_shot_kernel.h's LaunchOneShotPeers) pair two ranks, so they
 // keep counts of their own, per peer and block: the k-th message from rank p to rank q
@@ -40,13 +45,18 @@
 // many it has taken (q writes into p's window after it read them all), so p writes a
 // slot again only once q took the message two before: a send waits for the receive two
 // messages before it, not for its own. The counts live on the device, as the epochs do.
+// A message of more than kOneShotLineMaxPiece goes in bulk (MessageBulk) in the same
+// regions, twice the data per block, and p releases its flag k + 1 in q's window
+// (arrived_from) once the block has stored it, as the collectives' bulk does.
 //
 // The window: two slots of line_blocks() regions (a line pair per rank and thread), then
 // one epoch per block (this rank's own); two bulk slots of bulk_blocks() regions (16
-// bytes per rank and thread) and a bulk flag per block and rank; then the sends' and
-// receives' lines, two slots per source rank and block, and per peer and block the
-// messages that peer took from this rank (written by the peer), this rank sent it and
-// this rank took from it.
+// bytes per rank and thread), a bulk flag and a second-step flag per block and rank,
+// two two-step slots of two_step_blocks() regions (the two steps' 16 bytes per rank and
+// thread); then the sends' and receives' lines, two slots per source rank and block,
+// and per peer and block the messages that peer took from this rank (written by the
+// peer), this rank sent it and this rank took from it, and the flag of its last message
+// in bulk (written by it).
 #ifndef GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_PLAN_H_
 #define GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_PLAN_H_
 
@@ -72,8 +82,12 @@ inline constexpr size_t kOneShotSmallPiece = size_t{16} << 10;
 // Collectives whose piece has up to this many bytes send it in LL lines, larger ones in
 // bulk (OneShotLayout::Bulk); half that beyond 2 ranks, where a rank sends more.
 inline constexpr size_t kOneShotLineMaxPiece = size_t{64} << 10;
-// Sends and receives of up to this many bytes take the path (in lines), at most.
-inline constexpr size_t kOneShotMaxMessage = size_t{512} << 10;
+// What a rank sends in the time a step of flags costs: beyond 2 ranks, all_reduce and
+// broadcast take two steps where that sends less (OneShotLayout::TwoStep).
+inline constexpr size_t kOneShotStepBytes = size_t{768} << 10;
+// Sends and receives of up to this many bytes take the path, at most: in lines up to
+// kOneShotLineMaxPiece, in bulk beyond (OneShotLayout::MessageBulk).
+inline constexpr size_t kOneShotMaxMessage = size_t{1} << 20;
 // The bytes of a piece one block of kOneShotThreads handles.
 inline constexpr size_t kOneShotChunkBytes = size_t{kOneShotThreads} * 16;
 // The most ranks a kernel serves (the GPUs of one NVLink domain of a node).
@@ -128,11 +142,16 @@ class OneShotLayout {
   size_t max_piece() const { return budget_ / static_cast<size_t>(ranks_ - 1); }
   // The largest piece of a `kind` collective that takes the path. All_gather,
   // reduce_scatter and all_to_all: max_piece() (the kernel sends what NCCL's ring
-  // sends). All_reduce, broadcast and reduce: 2 / ranks of it, since the kernel sends
-  // each peer the whole buffer where NCCL's ring all_reduce sends 2 / ranks of that in
-  // all (broadcast and reduce measured alike).
+  // sends). All_reduce and broadcast: ranks / 2 times it: at 2 ranks the kernel sends
+  // the peer the buffer, as NCCL's ring all_reduce does; beyond, they take two steps
+  // (TwoStep), where a rank sends 2 (ranks - 1) / ranks of the buffer in all, as the
+  // ring does (broadcast's ranks less). Reduce, in one step only: 2 / ranks of it (its
+  // root receives the buffer from every peer; two steps measured slower than NCCL's
+  // reduce, docs/distributed.md, "In two steps").
   size_t MaxPiece(OneShotKind kind) const {
-    return OneShotSpreads(kind) ? max_piece() : max_piece() * 2 / static_cast<size_t>(ranks_);
+    const auto n = static_cast<size_t>(ranks_);
+    if (OneShotSpreads(kind)) return max_piece();
+    return kind == OneShotKind::kReduce ? max_piece() * 2 / n : max_piece() * n / 2;
   }
   // Whether a `kind` collective whose piece has `piece` bytes takes the path: the same
   // answer on every rank.
@@ -149,10 +168,48 @@ class OneShotLayout {
   size_t MaxLargest(OneShotKind kind) const {
     return OneShotSpreads(kind) ? MaxPiece(kind) * static_cast<size_t>(ranks_) : MaxPiece(kind);
   }
+  // Whether a `kind` collective whose piece has `piece` bytes takes two steps: beyond
+  // 2 ranks, an all_reduce or broadcast of more than two_step_min_piece() (or than the
+  // one-step slots hold, max_piece()). The piece is cut in shards, one per owner
+  // (Shard). First every rank sends each owner its shard (broadcast: the root alone),
+  // and each owner reduces what it got (broadcast: keeps the root's); then each owner
+  // sends its result to every peer (broadcast: but the root). The same on every rank.
+  bool TwoStep(OneShotKind kind, size_t piece) const {
+    return ranks_ > 2 && (kind == OneShotKind::kAllReduce || kind == OneShotKind::kBroadcast) &&
+           piece > std::min(two_step_min_piece(), max_piece());
+  }
+  // Where two steps send less than one by what a step of flags costs: one step sends
+  // (ranks - 1) pieces, two steps 2 (ranks - 1) / ranks, so from kOneShotStepBytes x
+  // ranks / ((ranks - 1)(ranks - 2)) on: 512 KiB at 4 ranks (measured, docs/
+  // distributed.md, "In two steps"), 1152 KiB at 3 and 146 KiB at 8 (the model's).
+  size_t two_step_min_piece() const {
+    const auto n = static_cast<size_t>(ranks_);
+    return ranks_ > 2 ? kOneShotStepBytes * n / ((n - 1) * (n - 2)) : 0;
+  }
+  // The shards' owners: every rank for all_reduce; for broadcast every rank but the
+  // root, which so sends the buffer once (shard j is rank j's, or j + 1's from the root
+  // on).
+  int Owners(OneShotKind kind) const {
+    return kind == OneShotKind::kBroadcast ? ranks_ - 1 : ranks_;
+  }
+  // The bytes of each shard of a two-step `kind` whose piece has `piece` bytes, whole
+  // 16 bytes (the last shards may be shorter, or empty).
+  size_t Shard(OneShotKind kind, size_t piece) const {
+    const size_t unit = 16 * static_cast<size_t>(Owners(kind));
+    return (piece + unit - 1) / unit * 16;
+  }
   // Blocks of the largest piece.
   size_t max_blocks() const { return Blocks(max_piece()); }
-  // Blocks that keep an epoch: of the largest piece, or of lines in small blocks.
-  size_t epoch_blocks() const { return std::max(max_blocks(), line_blocks()); }
+  // Blocks of the largest shard of two steps (broadcast's, of kOneShotThreads), 0
+  // where none.
+  size_t two_step_blocks() const {
+    constexpr OneShotKind kBroadcast = OneShotKind::kBroadcast;
+    const size_t largest = MaxPiece(kBroadcast);
+    return TwoStep(kBroadcast, largest) ? Blocks(Shard(kBroadcast, largest)) : 0;
+  }
+  // Blocks that keep an epoch: of the largest piece, of lines in small blocks, or of the
+  // largest shard.
+  size_t epoch_blocks() const { return std::max({max_blocks(), line_blocks(), two_step_blocks()}); }
   // Whether a collective whose piece has `piece` bytes sends it in bulk (else in lines).
   // The same on every rank.
   bool Bulk(size_t piece) const { return piece > line_max_piece(); }
@@ -166,8 +223,21 @@ class OneShotLayout {
                     Blocks(std::min(max_piece(), kOneShotSmallPiece), kOneShotSmallThreads));
   }
   size_t bulk_blocks() const { return Bulk(max_piece()) ? max_blocks() : 0; }
-  // Blocks of the largest message: two slots of lines per source rank each.
-  size_t max_message_blocks() const { return Blocks(max_message()); }
+  // Whether a send or receive of `bytes` goes in bulk (else in lines): the same at both
+  // ends. A block of a message in bulk carries peer_lines_bytes() of it (two 16-byte
+  // parts per thread), in the region that holds a block's lines (half as much data).
+  static bool MessageBulk(size_t bytes) { return bytes > kOneShotLineMaxPiece; }
+  // Blocks of a message of `bytes`, of kOneShotThreads each.
+  static size_t MessageBlocks(size_t bytes) {
+    return MessageBulk(bytes) ? (bytes + peer_lines_bytes() - 1) / peer_lines_bytes()
+                              : Blocks(bytes);
+  }
+  // Blocks of the largest message, in lines or in bulk: two slots of regions per source
+  // rank each.
+  size_t max_message_blocks() const {
+    return std::max(MessageBlocks(std::min(max_message(), kOneShotLineMaxPiece)),
+                    MessageBlocks(max_message()));
+  }
 
   // Blocks of a kernel of `threads` threads per block whose piece (message) has
   // `piece_bytes`.
@@ -206,9 +276,24 @@ class OneShotLayout {
   size_t bulk_flag(size_t block, int source) const {
     return bulk_slot(2) + (block * static_cast<size_t>(ranks_) + source) * sizeof(uint32_t);
   }
+  // Blocks with bulk flags: of bulk pieces and of two-step shards (whose first step
+  // uses them).
+  size_t flag_blocks() const { return std::max(bulk_blocks(), two_step_blocks()); }
+  // Two steps: the flag of the second step of `block` from `source`; where slot 0 or 1
+  // starts; a block's region in a slot: the first step's 16 bytes per rank and thread
+  // (rank q's at q * kOneShotChunkBytes), then the second's.
+  size_t gather_flag(size_t block, int source) const {
+    return bulk_flag(flag_blocks(), 0) +
+           (block * static_cast<size_t>(ranks_) + source) * sizeof(uint32_t);
+  }
+  size_t two_step_slot(int which) const {
+    return two_step_start() + static_cast<size_t>(which) * two_step_slot_bytes();
+  }
+  size_t two_step_slot_bytes() const { return two_step_blocks() * two_step_region_bytes(); }
+  size_t two_step_region_bytes() const { return 2 * bulk_region_bytes(); }
 
   // Sends and receives. Where block `block` of a message from rank `source` in slot
-  // 0 or 1 lands (a line pair per thread).
+  // 0 or 1 lands (a line pair per thread, or in bulk 16 bytes per thread and half).
   size_t peer_lines(int source, int slot, size_t block) const {
     return peer_lines_start() +
            ((static_cast<size_t>(source) * 2 + slot) * max_message_blocks() + block) *
@@ -220,6 +305,9 @@ class OneShotLayout {
   size_t taken_by(int peer, size_t block) const { return counter(0, peer, block); }
   size_t sent_to(int peer, size_t block) const { return counter(1, peer, block); }
   size_t taken_from(int peer, size_t block) const { return counter(2, peer, block); }
+  // The flag of block `block` of the last message in bulk from `source` (written by the
+  // source once the block's bytes are here): its count + 1.
+  size_t arrived_from(int source, size_t block) const { return counter(3, source, block); }
   // The window's size: NCCL's window alignment (4096 bytes) as a multiple.
   size_t bytes() const;
 
@@ -228,9 +316,12 @@ class OneShotLayout {
 
   // After the epochs, on a line's alignment.
   size_t bulk_start() const { return (epoch(epoch_blocks()) + 255) / 256 * 256; }
-  // After the bulk flags, on a line's alignment.
-  size_t peer_lines_start() const { return (bulk_flag(bulk_blocks(), 0) + 255) / 256 * 256; }
-  // The three kinds of counts (taken by, sent to, taken from) after the lines.
+  // After the bulk and second-step flags, on a line's alignment.
+  size_t two_step_start() const { return (gather_flag(flag_blocks(), 0) + 255) / 256 * 256; }
+  // After the two-step slots.
+  size_t peer_lines_start() const { return two_step_slot(2); }
+  // The four kinds of counts (taken by, sent to, taken from, arrived from) after the
+  // lines.
   size_t counter(int kind, int peer, size_t block) const {
     const size_t start = peer_lines(ranks_, 0, 0);
     return start + ((static_cast<size_t>(kind) * ranks_ + peer) * max_message_blocks() + block) *

@@ -1,5 +1,6 @@
 #include "genesis/distributed/nccl/one_shot_plan.h"
 
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -15,7 +16,8 @@ TEST(OneShotLayoutTest, RoundsToWholeChunksAndKeepsRegionsApart) {
   EXPECT_EQ(layout->budget(), 300002u);
   EXPECT_EQ(layout->max_piece(), 100000u);
   EXPECT_EQ(layout->max_blocks(), 13u);          // 100000 / 8192 = 12.2.
-  EXPECT_EQ(layout->max_message_blocks(), 37u);  // 300002 / 8192 = 36.6.
+  // Messages of up to 300002 bytes, in bulk: 300002 / 16384 = 18.3 blocks.
+  EXPECT_EQ(layout->max_message_blocks(), 19u);
   // Beyond 2 ranks pieces of up to half kOneShotLineMaxPiece go in lines, and the lines
   // have room for the 16 KiB pieces' small blocks.
   EXPECT_EQ(layout->line_max_piece(), kOneShotLineMaxPiece / 2);
@@ -89,8 +91,11 @@ TEST(OneShotLayoutTest, KeepsTheSendsAndReceivesApartAfterTheEpochs) {
   EXPECT_EQ(layout->taken_by(1, 0), layout->taken_by(0, 2) + 4);
   EXPECT_EQ(layout->sent_to(0, 0), layout->taken_by(2, 2) + 4);
   EXPECT_EQ(layout->taken_from(0, 0), layout->sent_to(2, 2) + 4);
-  EXPECT_GE(layout->bytes(), layout->taken_from(2, 2) + 4);
-  EXPECT_LT(layout->bytes(), layout->taken_from(2, 2) + 4 + 4096);
+  // And the flags of messages in bulk from each source.
+  EXPECT_EQ(layout->arrived_from(0, 0), layout->taken_from(2, 2) + 4);
+  EXPECT_EQ(layout->arrived_from(1, 0), layout->arrived_from(0, 2) + 4);
+  EXPECT_GE(layout->bytes(), layout->arrived_from(2, 2) + 4);
+  EXPECT_LT(layout->bytes(), layout->arrived_from(2, 2) + 4 + 4096);
   EXPECT_EQ(layout->bytes() % 4096, 0u);
 }
 
@@ -153,12 +158,20 @@ TEST(OneShotLayoutTest, ServesWhatARankSendsWithinItsBudget) {
   absl::StatusOr<OneShotLayout> four = OneShotLayout::Create(3 * 65536 + 2, 4);
   ASSERT_TRUE(four.ok()) << four.status();
   EXPECT_EQ(four->max_piece(), 65536u);
-  // All_reduce, broadcast and reduce: 2 / 4 of it (NCCL's ring sends half as much).
-  for (OneShotKind kind : {kAllReduce, OneShotKind::kBroadcast, OneShotKind::kReduce}) {
-    EXPECT_TRUE(four->Serves(kind, 32768)) << OneShotKindName(kind);
-    EXPECT_FALSE(four->Serves(kind, 32769)) << OneShotKindName(kind);
-    EXPECT_EQ(four->MaxLargest(kind), 32768u) << OneShotKindName(kind);
+  // All_reduce and broadcast: 4 / 2 of it, in two steps beyond what the one-step slots
+  // hold (a rank sends at most 3 / 4 of the buffer in each, as NCCL's ring does in all).
+  for (OneShotKind kind : {kAllReduce, OneShotKind::kBroadcast}) {
+    EXPECT_TRUE(four->Serves(kind, 131072)) << OneShotKindName(kind);
+    EXPECT_FALSE(four->Serves(kind, 131073)) << OneShotKindName(kind);
+    EXPECT_EQ(four->MaxLargest(kind), 131072u) << OneShotKindName(kind);
+    EXPECT_FALSE(four->TwoStep(kind, 65536)) << OneShotKindName(kind);
+    EXPECT_TRUE(four->TwoStep(kind, 65537)) << OneShotKindName(kind);
   }
+  // Reduce: 2 / 4 of it, in one step.
+  EXPECT_TRUE(four->Serves(OneShotKind::kReduce, 32768));
+  EXPECT_FALSE(four->Serves(OneShotKind::kReduce, 32769));
+  EXPECT_EQ(four->MaxLargest(OneShotKind::kReduce), 32768u);
+  EXPECT_FALSE(four->TwoStep(OneShotKind::kReduce, 65537));
   EXPECT_TRUE(four->ServesMessage(3 * 65536 + 2));
   EXPECT_FALSE(four->ServesMessage(3 * 65536 + 3));
   for (OneShotKind kind :
@@ -229,7 +242,89 @@ TEST(OneShotLayoutTest, BlocksCoverTheMessage) {
   ASSERT_TRUE(exact.ok()) << exact.status();
   EXPECT_EQ(exact->budget(), kOneShotMaxBytes);
   EXPECT_EQ(exact->max_piece(), kOneShotMaxBytes / 7);
-  EXPECT_EQ(exact->max_message_blocks(), kOneShotMaxMessage / kOneShotChunkBytes);
+  EXPECT_EQ(exact->max_message_blocks(), kOneShotMaxMessage / OneShotLayout::peer_lines_bytes());
+}
+
+TEST(OneShotLayoutTest, TwoStepsBeyondTwoRanksInShardsOfTheirOwners) {
+  // Where two steps begin: kOneShotStepBytes x ranks / ((ranks - 1)(ranks - 2)).
+  for (const auto& [ranks, from] : std::vector<std::pair<int, size_t>>{
+           {3, size_t{1152} << 10}, {4, size_t{512} << 10}, {8, 149796}}) {
+    absl::StatusOr<OneShotLayout> layout = OneShotLayout::Create(kOneShotMaxBytes, ranks);
+    ASSERT_TRUE(layout.ok()) << layout.status();
+    EXPECT_EQ(layout->two_step_min_piece(), from) << ranks;
+    for (OneShotKind kind : {OneShotKind::kAllReduce, OneShotKind::kBroadcast}) {
+      EXPECT_FALSE(layout->TwoStep(kind, from)) << ranks << " " << OneShotKindName(kind);
+      EXPECT_TRUE(layout->TwoStep(kind, from + 1)) << ranks << " " << OneShotKindName(kind);
+      EXPECT_EQ(layout->MaxPiece(kind), layout->max_piece() * ranks / 2);
+    }
+    EXPECT_FALSE(layout->TwoStep(OneShotKind::kReduce, from + 1)) << ranks;
+    EXPECT_EQ(layout->MaxPiece(OneShotKind::kReduce), layout->max_piece() * 2 / ranks);
+  }
+  absl::StatusOr<OneShotLayout> four = OneShotLayout::Create(3 * 65536 + 2, 4);
+  ASSERT_TRUE(four.ok()) << four.status();
+  // Never at 2 ranks, nor for the kinds that send a piece per rank.
+  absl::StatusOr<OneShotLayout> two = OneShotLayout::Create(kOneShotMaxBytes, 2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_FALSE(two->TwoStep(OneShotKind::kAllReduce, kOneShotMaxBytes));
+  EXPECT_EQ(two->two_step_min_piece(), 0u);
+  EXPECT_EQ(two->two_step_blocks(), 0u);
+  EXPECT_EQ(two->two_step_slot_bytes(), 0u);
+  for (OneShotKind kind :
+       {OneShotKind::kAllGather, OneShotKind::kReduceScatter, OneShotKind::kAllToAll}) {
+    EXPECT_FALSE(four->TwoStep(kind, 65536)) << OneShotKindName(kind);
+  }
+  // Where the one-step slots hold less than two_step_min_piece(), beyond them.
+  absl::StatusOr<OneShotLayout> small = OneShotLayout::Create(3 * 4096, 4);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_FALSE(small->TwoStep(OneShotKind::kAllReduce, 4096));
+  EXPECT_TRUE(small->TwoStep(OneShotKind::kAllReduce, 4097));
+  EXPECT_TRUE(small->Serves(OneShotKind::kAllReduce, 8192));
+  // Shards: one per rank for all_reduce, per rank but the root for broadcast, in whole
+  // 16 bytes.
+  EXPECT_EQ(four->Owners(OneShotKind::kAllReduce), 4);
+  EXPECT_EQ(four->Owners(OneShotKind::kBroadcast), 3);
+  EXPECT_EQ(four->Shard(OneShotKind::kAllReduce, 131072), 32768u);
+  EXPECT_EQ(four->Shard(OneShotKind::kAllReduce, 131073), 32784u);
+  EXPECT_EQ(four->Shard(OneShotKind::kBroadcast, 131072), 43696u);  // 131072 / 3, on 16.
+  EXPECT_EQ(four->Shard(OneShotKind::kAllReduce, 17), 16u);
+  // Slots for the largest shard (broadcast's): 43696 bytes in 6 blocks, each region the
+  // first step's and the second's 16 bytes per rank and thread, after the flags of both
+  // steps; the sends' lines after them.
+  EXPECT_EQ(four->two_step_blocks(), 6u);
+  EXPECT_EQ(four->two_step_region_bytes(), 2 * 4 * kOneShotChunkBytes);
+  EXPECT_EQ(four->two_step_slot_bytes(), 6 * four->two_step_region_bytes());
+  EXPECT_EQ(four->flag_blocks(), four->bulk_blocks());
+  EXPECT_EQ(four->gather_flag(0, 0), four->bulk_flag(four->flag_blocks(), 0));
+  EXPECT_EQ(four->gather_flag(1, 0), four->gather_flag(0, 3) + 4);
+  EXPECT_GE(four->two_step_slot(0), four->gather_flag(four->flag_blocks(), 0));
+  EXPECT_EQ(four->two_step_slot(0) % 256, 0u);
+  EXPECT_EQ(four->two_step_slot(1), four->two_step_slot(0) + four->two_step_slot_bytes());
+  EXPECT_EQ(four->peer_lines(0, 0, 0), four->two_step_slot(2));
+  EXPECT_GE(four->epoch_blocks(), four->two_step_blocks());
+  // With no bulk pieces, the flags are the shards' blocks'.
+  EXPECT_EQ(small->bulk_blocks(), 0u);
+  EXPECT_EQ(small->two_step_blocks(), 1u);
+  EXPECT_EQ(small->flag_blocks(), 1u);
+}
+
+TEST(OneShotLayoutTest, MessagesBeyondTheLinesGoInBulkBlocksOfTwiceTheData) {
+  EXPECT_FALSE(OneShotLayout::MessageBulk(kOneShotLineMaxPiece));
+  EXPECT_TRUE(OneShotLayout::MessageBulk(kOneShotLineMaxPiece + 1));
+  EXPECT_EQ(OneShotLayout::MessageBlocks(kOneShotLineMaxPiece),
+            kOneShotLineMaxPiece / kOneShotChunkBytes);
+  // Bulk blocks carry a whole region of peer_lines_bytes() each.
+  EXPECT_EQ(OneShotLayout::peer_lines_bytes(), 2 * kOneShotChunkBytes);
+  EXPECT_EQ(OneShotLayout::MessageBlocks(kOneShotLineMaxPiece + 1),
+            kOneShotLineMaxPiece / (2 * kOneShotChunkBytes) + 1);
+  EXPECT_EQ(OneShotLayout::MessageBlocks(kOneShotMaxMessage),
+            kOneShotMaxMessage / (2 * kOneShotChunkBytes));
+  // A budget just past the lines: regions for the largest message in lines (8), not
+  // for its 5 bulk blocks.
+  absl::StatusOr<OneShotLayout> past = OneShotLayout::Create(kOneShotLineMaxPiece + 1, 2);
+  ASSERT_TRUE(past.ok()) << past.status();
+  EXPECT_EQ(past->max_message_blocks(), kOneShotLineMaxPiece / kOneShotChunkBytes);
+  EXPECT_TRUE(past->ServesMessage(kOneShotLineMaxPiece + 1));
+  EXPECT_FALSE(past->ServesMessage(kOneShotLineMaxPiece + 2));
 }
 
 TEST(OneShotLayoutTest, RefusesSizesAndRankCountsItCannotServe) {

@@ -1,3 +1,5 @@
+#include "genesis/distributed/nccl/one_shot_kernel.h"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -11,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "genesis/core/absl_compat.h"
-#include "genesis/distributed/nccl/one_shot_kernel.h"
 
 namespace genesis::distributed::nccl_backend {
 namespace {

@@ -268,6 +268,37 @@ absl::Status SyncAll(Ranks& ranks) {
   return absl::OkStatus();
 }
 
+// `count` elements of `dtype` holding f(i), in a view `offset` elements into a storage
+// on the GPU; an empty storage (and a failed expectation) where that fails.
+Storage ViewOnGpu(int64_t count, int64_t offset, DType dtype,
+                  const std::function<double(int64_t)>& f) {
+  auto whole = Filled(
+      count + offset, dtype, [&](int64_t i) { return f(i - offset); }, Device::Cuda(0));
+  EXPECT_TRUE(whole.ok()) << whole.status();
+  if (!whole.ok()) return Storage();
+  auto v = whole->Slice(0, offset, offset + count);
+  EXPECT_TRUE(v.ok()) << v.status();
+  return v.ok() ? *v : Storage();
+}
+
+// Queues each rank r's operations (`of(r)`, in order) on its stream and waits for every
+// rank; "" or what went wrong (a refused launch, a rank that waited for its peers).
+std::string LaunchOnEveryRank(Ranks& ranks,
+                              const std::function<std::vector<OneShotArgs>(int)>& of) {
+  Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
+  for (int r = 0; r < static_cast<int>(ranks.streams.size()); ++r) {
+    for (const OneShotArgs& args : of(r)) {
+      const absl::Status launched = LaunchOneShot(args, ranks.streams[r].native());
+      if (!launched.ok()) {
+        return absl::StrCat(ToAbsl(OneShotKindName(args.kind)), ": ", launched.ToString());
+      }
+    }
+  }
+  GENESIS_RETURN_IF_BAD(SyncAll(ranks));
+  if (watchdog.Cancel()) return "a rank waited for its peers for 20 s";
+  return "";
+}
+
 // Every rank's all_reduce of `count` elements of `dtype` with `op`, in views `offset`
 // elements into their storages; "" or what went wrong.
 std::string RunOnce(Ranks& ranks, DType dtype, ReduceOp op, int64_t count, int64_t offset) {
@@ -282,13 +313,9 @@ std::string RunOnce(Ranks& ranks, DType dtype, ReduceOp op, int64_t count, int64
     GENESIS_ASSIGN_OR_TEXT(view, whole.Slice(0, offset, offset + count));
     views.push_back(view);
   }
-  Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
-  for (int r = 0; r < n; ++r) {
-    GENESIS_RETURN_IF_BAD(
-        LaunchOneShot(ranks.windows->Args(r, views[r], op), ranks.streams[r].native()));
-  }
-  GENESIS_RETURN_IF_BAD(SyncAll(ranks));
-  if (watchdog.Cancel()) return "a rank waited for its peers for 20 s";
+  GENESIS_RETURN_IF_TEXT(LaunchOnEveryRank(ranks, [&](int r) {
+    return std::vector<OneShotArgs>{ranks.windows->Args(r, views[r], op)};
+  }));
   const std::string what = absl::StrCat(n, " ranks, ", ToAbsl(DTypeName(dtype)), " ",
                                         ToAbsl(ReduceOpName(op)), " of ", count, " at +", offset);
   for (int r = 0; r < n; ++r) {
@@ -342,7 +369,6 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
   const int n = GetParam();
   Ranks ranks = MakeRanks(n, n <= 4 ? size_t{256} << 10 : size_t{96} << 10);
   ASSERT_NE(ranks.windows, nullptr);
-  const Device gpu = Device::Cuda(0);
   const auto max_piece = static_cast<int64_t>(ranks.windows->layout().max_piece());
   for (DType dtype : {DType::kInt32, DType::kBFloat16, DType::kInt8}) {
     const auto item = static_cast<int64_t>(ItemSize(dtype));
@@ -357,13 +383,8 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
         const auto value = [](int r) { return [r](int64_t i) { return r * 3 + i % 5; }; };
         std::vector<Storage> b, red, gin, gout, sin, sout, ain, aout, aboth;
         for (int r = 0; r < n; ++r) {
-          auto view = [&](int64_t count, const std::function<double(int64_t)>& f) -> Storage {
-            auto whole = Filled(
-                count + offset, dtype, [&](int64_t i) { return f(i - offset); }, gpu);
-            EXPECT_TRUE(whole.ok()) << whole.status();
-            auto v = whole->Slice(0, offset, offset + count);
-            EXPECT_TRUE(v.ok()) << v.status();
-            return *v;
+          auto view = [&](int64_t count, const std::function<double(int64_t)>& f) {
+            return ViewOnGpu(count, offset, dtype, f);
           };
           b.push_back(view(piece, value(r)));
           red.push_back(view(piece, value(r)));
@@ -375,23 +396,21 @@ TEST_P(OneShotKernelTest, EveryOtherKind) {
           aout.push_back(view(n * piece, [](int64_t) { return 0; }));
           aboth.push_back(view(n * piece, value(r)));
         }
-        Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
-        for (int r = 0; r < n; ++r) {
-          const auto& w = *ranks.windows;
-          cudaStream_t s = ranks.streams[r].native();
-          for (const OneShotArgs& args :
-               {w.Args(r, OneShotKind::kBroadcast, b[r], b[r], ReduceOp::kSum, root),
-                w.Args(r, OneShotKind::kReduce, red[r], red[r], ReduceOp::kSum, root),
-                w.Args(r, OneShotKind::kAllGather, gin[r], gout[r], ReduceOp::kSum, 0),
-                w.Args(r, OneShotKind::kReduceScatter, sin[r], sout[r], ReduceOp::kMax, 0),
-                w.Args(r, OneShotKind::kAllToAll, ain[r], aout[r], ReduceOp::kSum, 0),
-                w.Args(r, OneShotKind::kAllToAll, aboth[r], aboth[r], ReduceOp::kSum, 0)}) {
-            absl::Status launched = LaunchOneShot(args, s);
-            ASSERT_TRUE(launched.ok()) << OneShotKindName(args.kind) << ": " << launched;
-          }
-        }
-        ASSERT_TRUE(SyncAll(ranks).ok());
-        ASSERT_FALSE(watchdog.Cancel()) << what << ": a rank waited for its peers for 20 s";
+        const auto& w = *ranks.windows;
+        ASSERT_EQ(
+            LaunchOnEveryRank(
+                ranks,
+                [&](int r) {
+                  return std::vector<OneShotArgs>{
+                      w.Args(r, OneShotKind::kBroadcast, b[r], b[r], ReduceOp::kSum, root),
+                      w.Args(r, OneShotKind::kReduce, red[r], red[r], ReduceOp::kSum, root),
+                      w.Args(r, OneShotKind::kAllGather, gin[r], gout[r], ReduceOp::kSum, 0),
+                      w.Args(r, OneShotKind::kReduceScatter, sin[r], sout[r], ReduceOp::kMax, 0),
+                      w.Args(r, OneShotKind::kAllToAll, ain[r], aout[r], ReduceOp::kSum, 0),
+                      w.Args(r, OneShotKind::kAllToAll, aboth[r], aboth[r], ReduceOp::kSum, 0)};
+                }),
+            "")
+            << what;
         for (int r = 0; r < n; ++r) {
           const std::string rank = absl::StrCat(what, ", rank ", r);
           ASSERT_EQ(Check(b[r], value(root), rank + ", broadcast"), "");
@@ -430,7 +449,6 @@ TEST_P(OneShotKernelTest, TwoStepsFromEveryRoot) {
   Ranks ranks = MakeRanks(n, n <= 4 ? size_t{256} << 10 : size_t{96} << 10);
   ASSERT_NE(ranks.windows, nullptr);
   const OneShotLayout& layout = ranks.windows->layout();
-  const Device gpu = Device::Cuda(0);
   const DType dtype = DType::kInt32;
   const auto limit = static_cast<int64_t>(layout.MaxPiece(OneShotKind::kBroadcast)) / 4;
   const auto first =
@@ -439,37 +457,32 @@ TEST_P(OneShotKernelTest, TwoStepsFromEveryRoot) {
   const auto value = [](int r) { return [r](int64_t i) { return r * 3 + i % 5; }; };
   const auto sum = [n](int64_t i) { return 3.0 * n * (n - 1) / 2 + n * (i % 5); };
   for (int64_t count : {first, limit - 5, limit}) {
+    for (OneShotKind kind : {OneShotKind::kBroadcast, OneShotKind::kAllReduce}) {
+      ASSERT_EQ(layout.TwoStep(kind, static_cast<size_t>(count) * 4), n > 2) << count;
+    }
     for (int64_t offset : {int64_t{0}, int64_t{4}}) {
       for (int root = 0; root < n; ++root) {
         const std::string what =
             absl::StrCat(n, " ranks, ", count, " x int32 at +", offset, ", root ", root);
         std::vector<Storage> b, all, out;
         for (int r = 0; r < n; ++r) {
-          auto view = [&](const std::function<double(int64_t)>& f) -> Storage {
-            auto whole = Filled(
-                count + offset, dtype, [&](int64_t i) { return f(i - offset); }, gpu);
-            EXPECT_TRUE(whole.ok()) << whole.status();
-            auto v = whole->Slice(0, offset, offset + count);
-            EXPECT_TRUE(v.ok()) << v.status();
-            return *v;
+          auto view = [&](const std::function<double(int64_t)>& f) {
+            return ViewOnGpu(count, offset, dtype, f);
           };
           b.push_back(view(value(r)));
           all.push_back(view(value(r)));
           out.push_back(view([](int64_t) { return -1; }));
         }
-        Watchdog watchdog(*ranks.windows, std::chrono::seconds(20));
-        for (int r = 0; r < n; ++r) {
-          const auto& w = *ranks.windows;
-          for (const OneShotArgs& args :
-               {w.Args(r, OneShotKind::kBroadcast, b[r], b[r], ReduceOp::kSum, root),
-                w.Args(r, OneShotKind::kAllReduce, all[r], out[r], ReduceOp::kSum, 0)}) {
-            ASSERT_EQ(layout.TwoStep(args.kind, args.piece), n > 2) << what;
-            absl::Status launched = LaunchOneShot(args, ranks.streams[r].native());
-            ASSERT_TRUE(launched.ok()) << OneShotKindName(args.kind) << ": " << launched;
-          }
-        }
-        ASSERT_TRUE(SyncAll(ranks).ok());
-        ASSERT_FALSE(watchdog.Cancel()) << what << ": a rank waited for its peers for 20 s";
+        const auto& w = *ranks.windows;
+        ASSERT_EQ(LaunchOnEveryRank(
+                      ranks,
+                      [&](int r) {
+                        return std::vector<OneShotArgs>{
+                            w.Args(r, OneShotKind::kBroadcast, b[r], b[r], ReduceOp::kSum, root),
+                            w.Args(r, OneShotKind::kAllReduce, all[r], out[r], ReduceOp::kSum, 0)};
+                      }),
+                  "")
+            << what;
         for (int r = 0; r < n; ++r) {
           const std::string rank = absl::StrCat(what, ", rank ", r);
           ASSERT_EQ(Check(b[r], value(root), rank + ", broadcast"), "");
@@ -496,7 +509,6 @@ TEST_P(OneShotKernelTest, SendsAndReceivesAmongEveryPair) {
   const int n = GetParam();
   Ranks ranks = MakeRanksWithBudget(n, size_t{256} << 10);
   ASSERT_NE(ranks.windows, nullptr);
-  const Device gpu = Device::Cuda(0);
   const auto limit = static_cast<int64_t>(ranks.windows->layout().max_message());
   const int64_t chunk = static_cast<int64_t>(kOneShotChunkBytes);
   const auto lines = static_cast<int64_t>(kOneShotLineMaxPiece);
@@ -515,13 +527,8 @@ TEST_P(OneShotKernelTest, SendsAndReceivesAmongEveryPair) {
         // The pair's size: the same at both ends.
         const int64_t out = sizes[(r + 2 * q + k) % kSizes], in = sizes[(q + 2 * r + k) % kSizes];
         const int64_t offset = (r + q + k) % 2;
-        auto view = [&](int64_t count, const std::function<double(int64_t)>& f) -> Storage {
-          auto whole = Filled(
-              count + offset, DType::kUInt8, [&](int64_t i) { return f(i - offset); }, gpu);
-          EXPECT_TRUE(whole.ok()) << whole.status();
-          auto v = whole->Slice(0, offset, offset + count);
-          EXPECT_TRUE(v.ok()) << v.status();
-          return *v;
+        auto view = [&](int64_t count, const std::function<double(int64_t)>& f) {
+          return ViewOnGpu(count, offset, DType::kUInt8, f);
         };
         sent[r][q] = view(out, Message(r, q, k));
         received[r][q] = view(in, [](int64_t) { return 0; });

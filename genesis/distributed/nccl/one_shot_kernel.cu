@@ -35,11 +35,12 @@ struct Params {
   size_t bulk_region_bytes;
   size_t bulk_flags;
   bool bulk;
-  // Two steps (OneShotLayout::TwoStep): the shard's bytes, the layout's
+  // Two steps (OneShotLayout::TwoStep): the shard's bytes and owners, the layout's
   // two_step_slot(0), two_step_slot_bytes(), two_step_region_bytes() and
   // gather_flag(0, 0).
   bool two_step;
   size_t shard;
+  int owners;
   size_t two_step_slot;
   size_t two_step_slot_bytes;
   size_t two_step_region_bytes;
@@ -113,6 +114,11 @@ union alignas(16) Pack {
   uint4 vector;
   unsigned char bytes[16];
 };
+
+// How many of the 16 bytes at `at` lie before `end`: 16, fewer at the end, 0 past it.
+__device__ int BytesBefore(size_t end, size_t at) {
+  return at < end ? static_cast<int>(end - at < 16 ? end - at : 16) : 0;
+}
 
 template <typename T>
 __device__ void LoadPart(Pack& to, const char* from, int valid, bool aligned) {
@@ -370,8 +376,7 @@ __device__ bool TwoStep(const Params& p, size_t block, int t, uint32_t epoch) {
   // piece's end, 0 past it or past the shard.
   const auto valid = [&](int j) -> int {
     const size_t at = static_cast<size_t>(j) * p.shard + within;
-    if (within >= p.shard || at >= p.piece) return 0;
-    return p.piece - at < 16 ? static_cast<int>(p.piece - at) : 16;
+    return within < p.shard ? BytesBefore(p.piece, at) : 0;
   };
   const size_t region =
       p.two_step_slot + (epoch & 1) * p.two_step_slot_bytes + block * p.two_step_region_bytes;
@@ -380,9 +385,8 @@ __device__ bool TwoStep(const Params& p, size_t block, int t, uint32_t epoch) {
     return region + static_cast<size_t>(step * p.ranks + q) * kOneShotChunkBytes +
            static_cast<size_t>(t) * 16;
   };
-  const int owners = p.kind == OneShotKind::kBroadcast ? p.ranks - 1 : p.ranks;
   if (p.kind != OneShotKind::kBroadcast || p.rank == p.root) {
-    for (int j = 0; j < owners; ++j) {
+    for (int j = 0; j < p.owners; ++j) {
       const int q = OwnerOf(p, j);
       const int bytes = valid(j);
       if (q == p.rank || bytes <= 0) continue;
@@ -423,7 +427,7 @@ __device__ bool TwoStep(const Params& p, size_t block, int t, uint32_t epoch) {
                  GatherSends(p, t, p.rank))) {
     return false;
   }
-  for (int j = 0; j < owners; ++j) {
+  for (int j = 0; j < p.owners; ++j) {
     const int q = OwnerOf(p, j);
     const int got = valid(j);
     if (q == p.rank || got <= 0 || !GatherSends(p, q, p.rank)) continue;
@@ -452,7 +456,7 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShot(Params p) {
   // Never 0, the flags of lines never written (the epoch wraps after 2^32 operations).
   const uint32_t flag = epoch + 1 == 0 ? 1 : epoch + 1;
   const size_t at = block * blockDim.x * 16 + static_cast<size_t>(t) * 16;
-  const int valid = at < p.piece ? static_cast<int>(p.piece - at < 16 ? p.piece - at : 16) : 0;
+  const int valid = BytesBefore(p.piece, at);
   Pack mine = {};
   if (valid > 0 && (p.kind != OneShotKind::kBroadcast || p.rank == p.root)) {
     const size_t own = OneShotScatters(p.kind) ? p.rank * p.piece : 0;
@@ -530,11 +534,6 @@ __device__ bool WaitForCount(const volatile uint32_t* taken, uint32_t least,
   }
 }
 
-// How many of the 16 bytes at `at` of `m`'s data are in the message.
-__device__ int ValidOf(const PeerMessage& m, size_t at) {
-  return at < m.bytes ? static_cast<int>(m.bytes - at < 16 ? m.bytes - at : 16) : 0;
-}
-
 // A block of a message in bulk, sent: two 16-byte parts per thread stored into the
 // block's region `region` of the peer's window, then (once the whole block has) the
 // flag k + 1 released there. Received: the flag acquired, then each thread's parts
@@ -552,7 +551,7 @@ __device__ bool PeerBulk(const PeerParams& p, const PeerMessage& m, size_t block
   if (m.send) {
     char* const to = static_cast<char*>(ncclGetLsaPointer(p.window, region, m.peer));
     for (int part = 0; part < 2; ++part) {
-      const int valid = ValidOf(m, start + within(part));
+      const int valid = BytesBefore(m.bytes, start + within(part));
       if (valid <= 0) break;
       Pack v = {};
       LoadPart<uint8_t>(v, m.data + start + within(part), valid, m.aligned);
@@ -572,7 +571,7 @@ __device__ bool PeerBulk(const PeerParams& p, const PeerMessage& m, size_t block
   __syncthreads();
   if (!arrived) return false;
   for (int part = 0; part < 2; ++part) {
-    const int valid = ValidOf(m, start + within(part));
+    const int valid = BytesBefore(m.bytes, start + within(part));
     if (valid <= 0) break;
     StorePart<uint8_t>(m.data + start + within(part), LoadShared(p.local + region + within(part)),
                        valid, m.aligned);
@@ -594,7 +593,7 @@ __global__ void __launch_bounds__(kOneShotThreads) OneShotPeers(PeerParams p) {
   const PeerMessage& m = p.messages[i];
   const size_t block = blockIdx.x - m.first_block;
   const size_t at = block * kOneShotChunkBytes + static_cast<size_t>(t) * 16;
-  const int valid = m.bulk ? 0 : ValidOf(m, at);
+  const int valid = m.bulk ? 0 : BytesBefore(m.bytes, at);
   const size_t word = block * sizeof(uint32_t);
   auto* const count = reinterpret_cast<uint32_t*>(p.local + m.count + word);
   if (t == 0) sequence = *count;
@@ -741,6 +740,7 @@ absl::Status LaunchOneShot(const OneShotArgs& args, CUstream_st* stream) {
   p.bulk_flags = layout.bulk_flag(0, 0);
   p.two_step = layout.TwoStep(args.kind, args.piece);
   p.shard = layout.Shard(args.kind, args.piece);
+  p.owners = layout.Owners(args.kind);
   p.two_step_slot = layout.two_step_slot(0);
   p.two_step_slot_bytes = layout.two_step_slot_bytes();
   p.two_step_region_bytes = layout.two_step_region_bytes();

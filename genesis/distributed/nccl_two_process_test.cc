@@ -567,6 +567,86 @@ TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignmentOnFourRanks) {
                       NcclRegistration::kAuto, kOneShotTestBytes, /*ranks=*/4));
 }
 
+// The one-shot broadcast from every root and reduce to every root at sizes in lines, in
+// bulk and (broadcast beyond 2 ranks, past the one-step slots' piece) in two steps, up to
+// each one's limit (OneShotLayout::MaxPiece) and one element past it (NCCL's path), in
+// views that start off 16 bytes, with known results; the element before the view and,
+// for reduce, every rank but the root's buffer keep what they held.
+std::string OneShotRootedAtEverySize(ProcessGroup& group) {
+  const int r = group.rank();
+  const int n = group.size();
+  const Device gpu = group.device();
+  GENESIS_ASSIGN_OR_TEXT(before, NcclOneShot(group));
+  if (!before.enabled || before.max_piece != kOneShotTestBytes / static_cast<size_t>(n - 1)) {
+    return absl::StrCat("one-shot ", before.ToString());
+  }
+  int64_t expected_operations = before.operations;
+  for (DType dtype : {DType::kUInt8, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    const int64_t item = static_cast<int64_t>(ItemSize(dtype));
+    // Broadcast's pieces reach ranks / 2 times the largest piece, reduce's 2 / ranks.
+    const int64_t broadcast_limit = static_cast<int64_t>(before.max_piece * n / 2) / item;
+    const int64_t reduce_limit = static_cast<int64_t>(before.max_piece * 2 / n) / item;
+    for (bool broadcast : {true, false}) {
+      const int64_t limit = broadcast ? broadcast_limit : reduce_limit;
+      const int64_t chunk = 8192 / item;
+      for (int64_t count : {int64_t{3}, chunk + 1, 9 * chunk + 5, limit - 7, limit, limit + 1}) {
+        for (int root = 0; root < n; ++root) {
+          const int64_t offset = (root + count) % 2;
+          // Values below 100 that every dtype holds exactly, and whose sum over 8 ranks
+          // uint8 holds.
+          const auto value = [&](int rank, int64_t i) -> double {
+            return i < offset ? 1.0 : static_cast<double>((rank * 7 + (i - offset) % 23) % 31);
+          };
+          GENESIS_ASSIGN_OR_TEXT(
+              whole, Filled(
+                         count + offset, dtype, [&](int64_t i) { return value(r, i); }, gpu));
+          GENESIS_ASSIGN_OR_TEXT(view, whole.Slice(0, offset, offset + count));
+          Work w;
+          if (broadcast) {
+            GENESIS_ASSIGN_OR_TEXT(b, group.Broadcast(view, root));
+            w = b;
+          } else {
+            GENESIS_ASSIGN_OR_TEXT(s, group.Reduce(view, root, ReduceOp::kSum));
+            w = s;
+          }
+          GENESIS_RETURN_IF_BAD(w.Wait());
+          const std::string what =
+              absl::StrCat(broadcast ? "broadcast" : "reduce", " of ", count, " ",
+                           ToAbsl(DTypeName(dtype)), " from root ", root, " at +", offset);
+          GENESIS_RETURN_IF_TEXT(Check(
+              whole,
+              [&](int64_t i) -> double {
+                if (i < offset) return 1.0;
+                if (broadcast) return value(root, i);
+                if (r != root) return value(r, i);
+                double sum = 0;
+                for (int q = 0; q < n; ++q) sum += value(q, i);
+                return sum;
+              },
+              what));
+          if (count <= limit) ++expected_operations;
+        }
+      }
+    }
+  }
+  GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
+  if (after.operations != expected_operations) {
+    return absl::StrCat("one-shot ", after.ToString(), ", expected ", expected_operations,
+                        " operations");
+  }
+  return std::string();
+}
+
+TEST(NcclTwoProcessTest, OneShotBroadcastAndReduceFromEveryRoot) {
+  ExpectAllOk(RunNcclOneShot(OneShotRootedAtEverySize));
+}
+
+// The same among four processes on four GPUs (skips on fewer): broadcast in two steps.
+TEST(NcclTwoProcessTest, OneShotBroadcastAndReduceFromEveryRootOnFourRanks) {
+  ExpectAllOk(RunNccl(OneShotRootedAtEverySize, absl::Seconds(60), /*blocking=*/true,
+                      NcclRegistration::kAuto, kOneShotTestBytes, /*ranks=*/4));
+}
+
 // Many one-shot all_reduces in flight at once on two streams in turn, each on its own
 // storage with values of its own (a slot read too early or too late shows), then the
 // same captured into a CUDA graph and replayed, then again on the two streams in turn

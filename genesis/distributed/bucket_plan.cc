@@ -1,6 +1,7 @@
 #include "genesis/distributed/bucket_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -107,6 +108,48 @@ absl::StatusOr<std::vector<Bucket>> PlanBuckets(absl::Span<const Storage> storag
   for (Bucket& b : tail) buckets.push_back(std::move(b));
   for (Bucket& b : buckets) LayOut(b, storages);
   return buckets;
+}
+
+std::vector<size_t> PackedCollectives(absl::Span<const size_t> bytes, size_t growth) {
+  const size_t m = bytes.size();
+  if (m <= 2) return std::vector<size_t>(m, 1);
+  growth = std::max<size_t>(growth, 1);
+  // `growth` times `b`, at most the largest size_t.
+  const auto grown = [&](size_t b) {
+    return b > std::numeric_limits<size_t>::max() / growth ? std::numeric_limits<size_t>::max()
+                                                           : b * growth;
+  };
+  std::vector<size_t> front = {1};
+  std::vector<size_t> back = {1};  // From the end.
+  size_t front_bytes = bytes[0];   // The innermost collective's bytes on each side.
+  size_t back_bytes = bytes[m - 1];
+  size_t lo = 1;  // Buckets [lo, hi) are in no collective yet.
+  size_t hi = m - 1;
+  // The side whose innermost collective is smaller takes the next, so that the two
+  // meet in collectives of like sizes.
+  while (lo < hi) {
+    size_t sum = 0;
+    size_t count = 0;
+    if (front_bytes <= back_bytes) {
+      const size_t limit = grown(front_bytes);
+      do {
+        sum += bytes[lo++];
+        ++count;
+      } while (lo < hi && bytes[lo] <= limit - std::min(limit, sum));
+      front.push_back(count);
+      front_bytes = sum;
+    } else {
+      const size_t limit = grown(back_bytes);
+      do {
+        sum += bytes[--hi];
+        ++count;
+      } while (lo < hi && bytes[hi - 1] <= limit - std::min(limit, sum));
+      back.push_back(count);
+      back_bytes = sum;
+    }
+  }
+  front.insert(front.end(), back.rbegin(), back.rend());
+  return front;
 }
 
 }  // namespace genesis::distributed

@@ -1,5 +1,8 @@
 #include "genesis/distributed/bucket_plan.h"
 
+#include <cstddef>
+#include <limits>
+#include <random>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -153,6 +156,59 @@ TEST(BucketPlanTest, BadInputIsNamed) {
   status = PlanBuckets({}, {.last_bucket_bytes = 1 << 20, .taper = 1}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(status.message(), "taper is 1")) << status;
+}
+
+using Counts = std::vector<size_t>;
+
+TEST(BucketPlanTest, PackedCollectivesGrowFromBothEnds) {
+  EXPECT_EQ(PackedCollectives({}), Counts{});
+  EXPECT_EQ(PackedCollectives({5}), Counts{1});
+  EXPECT_EQ(PackedCollectives({5, 5}), (Counts{1, 1}));
+  EXPECT_EQ(PackedCollectives({5, 5, 5}), (Counts{1, 1, 1}));
+  // Four 25 MiB buckets and a short last one (BucketedAllReduce of 100 MiB): the second
+  // and third go as one; the fourth alone, since four times the last is less.
+  EXPECT_EQ(PackedCollectives({25, 25, 25, 25, 2}), (Counts{1, 2, 1, 1}));
+  EXPECT_EQ(PackedCollectives(std::vector<size_t>(10, 25)), (Counts{1, 4, 4, 1}));
+  EXPECT_EQ(PackedCollectives(std::vector<size_t>(40, 25)), (Counts{1, 4, 16, 14, 4, 1}));
+  // Growth 1: one bucket each, as without grouping; 0 counts as 1.
+  EXPECT_EQ(PackedCollectives(std::vector<size_t>(4, 25), 1), (Counts{1, 1, 1, 1}));
+  EXPECT_EQ(PackedCollectives(std::vector<size_t>(4, 25), 0), (Counts{1, 1, 1, 1}));
+  // A collective holds at least one bucket, however large, and sizes near the largest
+  // size_t do not wrap.
+  const size_t huge = std::numeric_limits<size_t>::max() / 2;
+  EXPECT_EQ(PackedCollectives({1, huge, 1}), (Counts{1, 1, 1}));
+  EXPECT_EQ(PackedCollectives({huge, 1, 1, 1, huge}), (Counts{1, 3, 1}));
+  EXPECT_EQ(PackedCollectives({0, 0, 0, 7, 0}), (Counts{1, 2, 1, 1}));  // Empty ones join.
+}
+
+TEST(BucketPlanTest, PackedCollectivesKeepTheirBounds) {
+  std::mt19937 random(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<size_t> bytes(std::uniform_int_distribution<size_t>(0, 60)(random));
+    for (size_t& b : bytes) b = std::uniform_int_distribution<size_t>(1, 1000)(random);
+    const size_t growth = std::uniform_int_distribution<size_t>(1, 8)(random);
+    const Counts counts = PackedCollectives(bytes, growth);
+    std::vector<size_t> sums;
+    size_t at = 0;
+    for (size_t c : counts) {
+      ASSERT_GE(c, 1u);
+      size_t sum = 0;
+      for (size_t k = 0; k < c; ++k) sum += bytes.at(at++);
+      sums.push_back(sum);
+    }
+    ASSERT_EQ(at, bytes.size());
+    if (bytes.size() >= 2) {
+      EXPECT_EQ(counts.front(), 1u);
+      EXPECT_EQ(counts.back(), 1u);
+    }
+    // A collective of several buckets holds at most `growth` times the one beside it
+    // on the side it grew from (before or after it).
+    for (size_t i = 1; i + 1 < counts.size(); ++i) {
+      if (counts[i] == 1) continue;
+      EXPECT_TRUE(sums[i] <= growth * sums[i - 1] || sums[i] <= growth * sums[i + 1])
+          << "collective " << i << " of trial " << trial;
+    }
+  }
 }
 
 }  // namespace

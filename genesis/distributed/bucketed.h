@@ -5,12 +5,15 @@
 //   GENESIS_ASSIGN_OR_RETURN(Work work, BucketedAllReduce(*world, grads, ReduceOp::kAvg));
 //   GENESIS_RETURN_IF_ERROR(work.Wait());
 //
-// Storages of a bucket are packed into one buffer with the batch copier (the fused copy
-// kernel on a GPU, memcpy on the CPU), reduced with one collective, and unpacked; a
-// bucket that is already one buffer (gradients as views of a flat buffer) goes without
-// copies, and such buckets that lie back to back go as one collective (bucket_bytes
-// bounds what is packed; one collective over memory already in place costs less than
-// several). Buckets overlap: bucket k's collective runs while bucket k + 1 is packed.
+// Storages of a bucket are packed into a buffer with the batch copier (the fused copy
+// kernel on a GPU, memcpy on the CPU), reduced, and unpacked; a bucket that is already
+// one buffer (gradients as views of a flat buffer) goes without copies, and such
+// buckets that lie back to back go as one collective (one collective over memory
+// already in place costs less than several). Packed buckets that follow each other lie
+// one after another in one buffer, each packed as one batch, and are reduced by few
+// collectives (bucket_plan.h's PackedCollectives): the first bucket and the last alone,
+// those between them in collectives that grow from both ends, so that a collective runs
+// while the buckets of the next are packed and those of the one before are unpacked.
 //
 // GPU groups: the call returns once everything is queued. Packing and unpacking run on
 // the storages' stream (which waits for each bucket's collective before unpacking it),

@@ -311,6 +311,69 @@ TEST(GlooGroupTest, BucketedAllReduceAndBroadcast) {
   });
 }
 
+// Many packed buckets of one dtype (one buffer, fewer collectives than buckets:
+// PackedCollectives), runs of them broken by a bfloat16 gradient and by views of one
+// buffer, reduced and broadcast with every value checked.
+TEST(GlooGroupTest, BucketedRunsOfPackedBucketsSumAndBroadcast) {
+  RunGroup(3, [](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    const auto value = [](int rank, int k, int64_t i) { return rank + k % 5 + i % 4; };
+    std::vector<Storage> grads;
+    GENESIS_ASSIGN_OR_TEXT(flat, Filled(90, DType::kFloat32, [&](int64_t i) { return r * i; }));
+    for (int k = 0; k < 150; ++k) {
+      if (k == 60) {  // Three views of one buffer: an in-place bucket between two runs.
+        for (int v = 0; v < 3; ++v) {
+          GENESIS_ASSIGN_OR_TEXT(view, flat.Slice(0, 30 * v, 30 * (v + 1)));
+          grads.push_back(view);
+        }
+      }
+      const DType dtype = k == 100 ? DType::kBFloat16 : DType::kFloat32;
+      GENESIS_ASSIGN_OR_TEXT(
+          g, Filled(1 + (k * 29) % 500, dtype, [&](int64_t i) { return value(r, k, i); }));
+      grads.push_back(g);
+    }
+    GENESIS_ASSIGN_OR_TEXT(work,
+                           BucketedAllReduce(group, grads, ReduceOp::kSum, {.bucket_bytes = 2048}));
+    GENESIS_RETURN_IF_BAD(work.Wait());
+    // The gradients' index k, past the three views.
+    const auto gradient = [](size_t index) {
+      return static_cast<int>(index < 60 ? index : index - 3);
+    };
+    for (size_t index = 0; index < grads.size(); ++index) {
+      if (index >= 60 && index < 63) continue;
+      const int k = gradient(index);
+      GENESIS_RETURN_IF_TEXT(Check(
+          grads[index], [&](int64_t i) { return value(0, k, i) + value(1, k, i) + value(2, k, i); },
+          absl::StrCat("all_reduce of gradient ", k)));
+    }
+    GENESIS_RETURN_IF_TEXT(Check(
+        flat, [](int64_t i) { return 3.0 * i; }, "flat gradients"));
+    // Broadcast from rank 1 of this rank's own values.
+    for (size_t index = 0; index < grads.size(); ++index) {
+      const int k = gradient(index);
+      const bool view = index >= 60 && index < 63;
+      const int64_t start = view ? 30 * static_cast<int64_t>(index - 60) : 0;
+      GENESIS_ASSIGN_OR_TEXT(
+          mine, Filled(grads[index].numel(), grads[index].dtype(), [&](int64_t i) -> double {
+            return view ? r * (start + i) : value(r, k, i);
+          }));
+      GENESIS_RETURN_IF_BAD(grads[index].CopyFrom(mine));
+    }
+    GENESIS_ASSIGN_OR_TEXT(bw, BucketedBroadcast(group, grads, 1, {.bucket_bytes = 2048}));
+    GENESIS_RETURN_IF_BAD(bw.Wait());
+    for (size_t index = 0; index < grads.size(); ++index) {
+      if (index >= 60 && index < 63) continue;
+      const int k = gradient(index);
+      GENESIS_RETURN_IF_TEXT(Check(
+          grads[index], [&](int64_t i) { return value(1, k, i); },
+          absl::StrCat("broadcast of gradient ", k)));
+    }
+    GENESIS_RETURN_IF_TEXT(Check(
+        flat, [](int64_t i) { return 1.0 * i; }, "flat, broadcast"));
+    return "";
+  });
+}
+
 // ---- Bad input: each refused before anything is queued, naming the value.
 
 TEST(GlooGroupTest, BadInputIsRefusedWithTheValueNamed) {

@@ -19,6 +19,7 @@
 #include "genesis/cuda/device_query.h"
 #include "genesis/cuda/graph.h"
 #include "genesis/cuda/stream.h"
+#include "genesis/distributed/bucketed.h"
 #include "genesis/distributed/process_group_factory.h"
 #include "genesis/distributed/registration_policy.h"
 #ifdef GENESIS_TEST_CUDA_MEMORY
@@ -645,6 +646,90 @@ TEST(NcclTwoProcessTest, OneShotBroadcastAndReduceFromEveryRoot) {
 TEST(NcclTwoProcessTest, OneShotBroadcastAndReduceFromEveryRootOnFourRanks) {
   ExpectAllOk(RunNccl(OneShotRootedAtEverySize, absl::Seconds(60), /*blocking=*/true,
                       NcclRegistration::kAuto, kOneShotTestBytes, /*ranks=*/4));
+}
+
+// Bucketed all_reduce, then broadcast, of 300 packed gradients of uneven sizes (1 KiB
+// to 2 MiB) in 1 MiB buckets: runs of packed buckets in one buffer and fewer collectives
+// (PackedCollectives), gradients 100 to 199 on a second stream (their buckets in the
+// same runs, packed and unpacked on their own stream), three views of one buffer
+// between them (an in-place bucket). Every value checked.
+std::string BucketedRunsAcrossStreams(ProcessGroup& group) {
+  const int r = group.rank();
+  const int n = group.size();
+  const Device gpu = group.device();
+  GENESIS_ASSIGN_OR_TEXT(second, cuda::Stream::Create(gpu.index()));
+  const auto value = [](int rank, int k, int64_t i) { return rank + k % 5 + i % 7; };
+  std::vector<Storage> grads;
+  std::vector<int> ids;  // The gradient's k, or -1 - v for view v.
+  GENESIS_ASSIGN_OR_TEXT(flat,
+                         Filled(
+                             3000, DType::kFloat32, [&](int64_t i) { return r * (i % 100); }, gpu));
+  for (int k = 0; k < 300; ++k) {
+    if (k == 150) {
+      for (int v = 0; v < 3; ++v) {
+        GENESIS_ASSIGN_OR_TEXT(view, flat.Slice(0, 1000 * v, 1000 * (v + 1)));
+        grads.push_back(view);
+        ids.push_back(-1 - v);
+      }
+    }
+    const int64_t count = 256 + (static_cast<int64_t>(k) * 7919) % (512 << 10);
+    GENESIS_ASSIGN_OR_TEXT(
+        g, Filled(
+               count, DType::kFloat32, [&](int64_t i) { return value(r, k, i); }, gpu));
+    if (k >= 100 && k < 200) {
+      GENESIS_ASSIGN_OR_TEXT(moved, g.To(gpu, {.stream = second.native()}));
+      g = moved;
+    }
+    grads.push_back(g);
+    ids.push_back(k);
+  }
+  GENESIS_RETURN_IF_BAD(second.Synchronize());
+  GENESIS_ASSIGN_OR_TEXT(
+      work, BucketedAllReduce(group, grads, ReduceOp::kSum, {.bucket_bytes = 1 << 20}));
+  GENESIS_RETURN_IF_BAD(work.Wait());
+  for (size_t j = 0; j < grads.size(); ++j) {
+    GENESIS_RETURN_IF_BAD(grads[j].Synchronize());
+    if (ids[j] < 0) continue;
+    const int k = ids[j];
+    GENESIS_RETURN_IF_TEXT(Check(
+        grads[j],
+        [&](int64_t i) {
+          double sum = 0;
+          for (int q = 0; q < n; ++q) sum += value(q, k, i);
+          return sum;
+        },
+        absl::StrCat("all_reduce of gradient ", k)));
+  }
+  const double ranks_sum = n * (n - 1) / 2.0;
+  GENESIS_RETURN_IF_TEXT(Check(
+      flat, [&](int64_t i) { return ranks_sum * (i % 100); }, "views, all_reduce"));
+  GENESIS_ASSIGN_OR_TEXT(bw, BucketedBroadcast(group, grads, n - 1, {.bucket_bytes = 1 << 20}));
+  GENESIS_RETURN_IF_BAD(bw.Wait());
+  for (size_t j = 0; j < grads.size(); ++j) {
+    GENESIS_RETURN_IF_BAD(grads[j].Synchronize());
+    if (ids[j] < 0) continue;
+    const int k = ids[j];
+    // Every rank held the sum: the root's is the same.
+    GENESIS_RETURN_IF_TEXT(Check(
+        grads[j],
+        [&](int64_t i) {
+          double sum = 0;
+          for (int q = 0; q < n; ++q) sum += value(q, k, i);
+          return sum;
+        },
+        absl::StrCat("broadcast of gradient ", k)));
+  }
+  return std::string();
+}
+
+TEST(NcclTwoProcessTest, BucketedRunsOfPackedBucketsAcrossStreams) {
+  ExpectAllOk(RunNccl(BucketedRunsAcrossStreams));
+}
+
+// The same among four processes on four GPUs (skips on fewer).
+TEST(NcclTwoProcessTest, BucketedRunsOfPackedBucketsAcrossStreamsOnFourRanks) {
+  ExpectAllOk(RunNccl(BucketedRunsAcrossStreams, absl::Seconds(60), /*blocking=*/true,
+                      NcclRegistration::kAuto, kDefaultNcclOneShotBytes, /*ranks=*/4));
 }
 
 // Many one-shot all_reduces in flight at once on two streams in turn, each on its own

@@ -23,14 +23,16 @@ absl::StatusOr<Storage> BucketView(absl::Span<const Storage> storages, const Buc
   return first.View(layout);
 }
 
-absl::StatusOr<Storage> PackBuffer(absl::Span<const Storage> storages, const Bucket& bucket) {
-  const Storage& first = storages[bucket.members.front()];
+absl::StatusOr<Storage> PackBuffer(Device device, DType dtype, size_t bytes) {
   storage::StorageOptions options;
-  if (first.device().is_cuda()) {
-    GENESIS_ASSIGN_OR_RETURN(options.stream, CollectiveStream(first.device()));
+  if (device.is_cuda()) {
+    GENESIS_ASSIGN_OR_RETURN(options.stream, CollectiveStream(device));
   }
-  return storage::Empty({static_cast<int64_t>(bucket.bytes / ItemSize(bucket.dtype))},
-                        bucket.dtype, first.device(), options);
+  return storage::Empty({static_cast<int64_t>(bytes / ItemSize(dtype))}, dtype, device, options);
+}
+
+absl::StatusOr<Storage> PackBuffer(absl::Span<const Storage> storages, const Bucket& bucket) {
+  return PackBuffer(storages[bucket.members.front()].device(), bucket.dtype, bucket.bytes);
 }
 
 namespace {

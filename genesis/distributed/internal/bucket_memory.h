@@ -23,8 +23,11 @@ namespace genesis::distributed::internal {
 absl::StatusOr<storage::Storage> BucketView(absl::Span<const storage::Storage> storages,
                                             const Bucket& bucket);
 
-// A new buffer of bucket.bytes for a packed bucket of `storages`, on the first member's
-// device; on a GPU it belongs to the collective stream (CollectiveStream).
+// A new 1-D buffer of `bytes` (whole elements of `dtype`) for packed buckets on
+// `device`; on a GPU it belongs to the collective stream (CollectiveStream).
+absl::StatusOr<storage::Storage> PackBuffer(Device device, DType dtype, size_t bytes);
+
+// PackBuffer for one packed bucket of `storages`, on the first member's device.
 absl::StatusOr<storage::Storage> PackBuffer(absl::Span<const storage::Storage> storages,
                                             const Bucket& bucket);
 

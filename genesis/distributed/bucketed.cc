@@ -79,7 +79,21 @@ absl::StatusOr<Work> RunBucketed(ProcessGroup& group, absl::Span<const Storage> 
   absl::flat_hash_set<CUstream_st*> packing_streams;
   // Queues `p`'s collective (its `flat` and `packed` set), named by the storages from
   // `first` to `last`.
+  // GPU: the collectives run in the order they are queued on every rank, also where
+  // they are queued on different streams (a packed bucket's on the collective stream, an
+  // in-place one's on its storages' stream): each waits for the stream of the one before.
+  bool first_collective = true;
+  CUstream_st* last_collective_stream = nullptr;
   auto issue = [&](Pending p, size_t first, size_t last) -> absl::Status {
+    if (on_gpu) {
+      CUstream_st* stream = p.flat.stream();
+      if (!first_collective && stream != last_collective_stream) {
+        GENESIS_RETURN_IF_ERROR(
+            internal::OrderStreams(last_collective_stream, stream, p.flat.device()));
+      }
+      first_collective = false;
+      last_collective_stream = stream;
+    }
     absl::StatusOr<Work> work = collective(p.flat);
     if (!work.ok()) {
       return absl::Status(work.status().code(), absl::StrCat("bucket of storages ", first, "..",

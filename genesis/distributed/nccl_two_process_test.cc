@@ -650,9 +650,11 @@ TEST(NcclTwoProcessTest, OneShotBroadcastAndReduceFromEveryRootOnFourRanks) {
 
 // Bucketed all_reduce, then broadcast, of 300 packed gradients of uneven sizes (1 KiB
 // to 2 MiB) in 1 MiB buckets: runs of packed buckets in one buffer and fewer collectives
-// (PackedCollectives), gradients 100 to 199 on a second stream (their buckets in the
-// same runs, packed and unpacked on their own stream), three views of one buffer
-// between them (an in-place bucket). Every value checked.
+// (PackedCollectives) on the collective stream, gradients 100 to 199 on a stream of
+// their own and the others on the legacy default stream (their buckets in the same runs,
+// each packed and unpacked on its own stream), in-place buckets of one gradient each on
+// its stream, three views of one buffer between them. Collectives of every path (NCCL's,
+// one-shot) follow each other across the three streams. Every value checked.
 std::string BucketedRunsAcrossStreams(ProcessGroup& group) {
   const int r = group.rank();
   const int n = group.size();
@@ -732,10 +734,12 @@ TEST(NcclTwoProcessTest, BucketedRunsOfPackedBucketsAcrossStreamsOnFourRanks) {
                       NcclRegistration::kAuto, kDefaultNcclOneShotBytes, /*ranks=*/4));
 }
 
-// Many one-shot all_reduces in flight at once on two streams in turn, each on its own
-// storage with values of its own (a slot read too early or too late shows), then the
-// same captured into a CUDA graph and replayed, then again on the two streams in turn
-// with every Work dropped at once.
+// Many one-shot all_reduces in flight at once on two streams and the legacy default
+// stream in turn, each on its own storage with values of its own (a slot read too early
+// or too late shows), then the same captured into a CUDA graph and replayed, then again
+// on the three streams in turn with every Work dropped at once. (Until 2026-11-28 an
+// operation after one on the legacy default stream, whose handle is null, did not wait
+// for it: null also meant "no operation before".)
 TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
   ExpectAllOk(RunNcclOneShot([](ProcessGroup& group) -> std::string {
     const int r = group.rank();
@@ -746,7 +750,8 @@ TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
     std::vector<Storage> storages;
     std::vector<Work> works;
     for (int k = 0; k < kOperations; ++k) {
-      const storage::StorageOptions on{.stream = (k % 2 == 0 ? a : b).native()};
+      CUstream_st* const streams[] = {a.native(), nullptr, b.native()};  // null: legacy.
+      const storage::StorageOptions on{.stream = streams[k % 3]};
       const int64_t count = 1 + (k * 977) % 20000;  // 1 to 20000 floats: 1 to 10 blocks.
       GENESIS_ASSIGN_OR_TEXT(
           x, Filled(
@@ -782,7 +787,7 @@ TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
     GENESIS_RETURN_IF_BAD(a.Synchronize());
     GENESIS_RETURN_IF_TEXT(Check(
         captured, [](int64_t i) { return (i % 4) * (1 << 15); }, "replays"));
-    // Eager ones after the replays, on the other stream, still line up.
+    // Eager ones after the replays, on another stream, still line up.
     GENESIS_ASSIGN_OR_TEXT(eager, group.AllReduce(storages[1], ReduceOp::kMax));
     GENESIS_RETURN_IF_BAD(eager.Wait());
     GENESIS_RETURN_IF_TEXT(Check(
@@ -792,7 +797,7 @@ TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
       return absl::StrCat("one-shot all_reduce ", after.ToString(), ", expected ",
                           before.operations + 6, " operations");
     }
-    // Each Work dropped at once, the streams alternating: an operation's event comes back
+    // Each Work dropped at once, the streams in turn: an operation's event comes back
     // before the next one takes one, so the communicator keeps the last one-shot
     // operation's event aside for the next on the other stream to wait for (NCCL's
     // all_reduces beyond the one-shot size in between take events too).

@@ -368,7 +368,7 @@ struct Comm {
   absl::Status StageIn(const StagingPlan& plan, absl::Span<const StagedBuffer> originals,
                        absl::Span<void** const> addresses, CUstream_st* stream) {
     GENESIS_RETURN_IF_ERROR(GrowStaging(plan.bytes));
-    if (staging.last_stream != stream && staging.last_stream != nullptr) {
+    if (staging.used && staging.last_stream != stream) {
       GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, staging.done, 0));
     }
     for (const StagingSlot& slot : plan.slots) {
@@ -397,6 +397,7 @@ struct Comm {
     }
     GENESIS_CUDA_RETURN_IF_ERROR(cudaEventRecord(staging.done, stream));
     staging.last_stream = stream;
+    staging.used = true;
     return absl::OkStatus();
   }
 
@@ -444,6 +445,7 @@ struct Comm {
     staging.bytes = 0;
     staging.handle = nullptr;
     staging.last_stream = nullptr;
+    staging.used = false;
   }
 
   // Makes the group unusable with `why` and stops its kernels. The operations'
@@ -530,7 +532,8 @@ struct Comm {
     size_t bytes = 0;
     void* handle = nullptr;            // Its registration with `reg_comm`.
     cudaEvent_t done = nullptr;        // Recorded after its last operation,
-    CUstream_st* last_stream = nullptr;  // on this stream.
+    CUstream_st* last_stream = nullptr;  // on this stream (null: the legacy default one),
+    bool used = false;                   // once there was one.
   };
   std::mutex staging_mu;
   StagingArea staging;
@@ -548,8 +551,9 @@ struct Comm {
     void* window = nullptr;  // The ncclWindow_t of `local`'s memory.
     char* local = nullptr;
     volatile int* abort = nullptr;  // Mapped host memory: set when the group fails.
-    // The last operation's stream and its Work's event (recorded under `mu`, right after
-    // its kernel): an operation on another stream waits for it. While `holds_last`, the
+    // The last operation's stream (null: the legacy default stream) and its Work's event
+    // (recorded under `mu`, right after its kernel; null before the first operation): an
+    // operation on another stream waits for it. While `holds_last`, the
     // Work is gone and its event is kept out of the free list (TakeFreeEventLocked).
     // Under `mu`.
     CUstream_st* last_stream = nullptr;
@@ -620,7 +624,9 @@ struct Comm {
   // stream (not while `stream` is captured). Needs `mu`.
   absl::Status OrderOneShotLocked(CUstream_st* stream, bool captured) {
     const OneShotState& o = one_shot;
-    if (!captured && o.last_stream != nullptr && o.last_stream != stream) {
+    // The last operation's event is null only before the first; its stream may be null,
+    // the legacy default stream.
+    if (!captured && o.last_event != nullptr && o.last_stream != stream) {
       GENESIS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, o.last_event, 0));
     }
     return absl::OkStatus();

@@ -312,6 +312,73 @@ TEST(NcclTwoProcessTest, RanksWhosePoolsPlaceBuffersDifferentlyAgree) {
     return problems;
   }));
 }
+// Registered operations copied through the staging area on two streams in turn, one of
+// them the legacy default stream, all queued before any is waited for: each waits for
+// the area's last use on the other stream (until 2026-11-28 one after a use on the
+// legacy default stream did not: its null handle also meant "no use yet"), so every
+// output holds its own operation's values. One-shot operations are off, so that every
+// size here goes to NCCL.
+TEST(NcclTwoProcessTest, StagedOperationsFollowEachOtherAcrossStreams) {
+  ExpectAllOk(RunNcclWithoutOneShot([](ProcessGroup& group) -> std::string {
+    const int r = group.rank();
+    const Device gpu = group.device();
+    GENESIS_ASSIGN_OR_TEXT(vm, memory::DeviceVirtualMemory(gpu.index()));
+    if (vm == nullptr) return absl::StrCat(kSkip, "the device pool has no expandable segments");
+    GENESIS_ASSIGN_OR_TEXT(before, NcclBufferRegistration(group));
+    if (!before.enabled) return absl::StrCat(kSkip, "registration is off: ", before.ToString());
+    GENESIS_ASSIGN_OR_TEXT(other, cuda::Stream::Create(gpu.index()));
+    constexpr int64_t kHalf = int64_t{2} << 20;    // Floats per rank: 8 MiB; output 16 MiB.
+    constexpr int64_t kArena = int64_t{32} << 20;  // 128 MiB of floats.
+    constexpr int kOperations = 6;
+    std::vector<Storage> arenas, ins, outs;
+    std::vector<Work> works;
+    std::string problems;
+    for (int k = 0; k < kOperations; ++k) {
+      const storage::StorageOptions on{.stream = k % 2 == 0 ? nullptr : other.native()};
+      GENESIS_ASSIGN_OR_TEXT(arena, storage::Zeros({kArena}, DType::kFloat32, gpu, on));
+      // Where 16 MiB of the arena lie across a piece boundary (in floats).
+      const auto base = static_cast<int64_t>(reinterpret_cast<uintptr_t>(arena.data_ptr()));
+      int64_t across = -1;
+      for (const memory::Piece& piece : PiecesOf(*vm, arena.data_ptr(), arena.nbytes())) {
+        const int64_t end = static_cast<int64_t>(piece.end()) - base;
+        if (across < 0 && end >= 4 * kHalf && end + 4 * kHalf <= kArena * 4) {
+          across = end / 4 - kHalf;
+        }
+      }
+      if (across < 0) {
+        absl::StrAppend(&problems, "operation ", k, ": no piece boundary in the arena; ");
+        across = 0;
+      }
+      GENESIS_ASSIGN_OR_TEXT(out, arena.Slice(0, across, across + 2 * kHalf));
+      GENESIS_ASSIGN_OR_TEXT(
+          filled,
+          Filled(
+              kHalf, DType::kFloat32, [&](int64_t i) { return r * 1000 + k * 10 + i % 10; }, gpu));
+      GENESIS_ASSIGN_OR_TEXT(in, filled.To(gpu, on));
+      arenas.push_back(arena);
+      ins.push_back(in);
+      outs.push_back(out);
+    }
+    GENESIS_RETURN_IF_BAD(other.Synchronize());
+    GENESIS_RETURN_IF_BAD(ins[0].Synchronize());  // The legacy default stream.
+    for (int k = 0; k < kOperations; ++k) {
+      GENESIS_ASSIGN_OR_TEXT(w, group.AllGather(ins[k], outs[k]));
+      works.push_back(w);
+    }
+    GENESIS_RETURN_IF_BAD(WaitAll(works));
+    for (int k = 0; k < kOperations; ++k) {
+      absl::StrAppend(&problems,
+                      Check(
+                          outs[k], [&](int64_t i) { return (i / kHalf) * 1000 + k * 10 + i % 10; },
+                          absl::StrCat("all_gather ", k)));
+    }
+    GENESIS_ASSIGN_OR_TEXT(after, NcclBufferRegistration(group));
+    if (after.staged < before.staged + kOperations) {
+      absl::StrAppend(&problems, "expected every output staged: ", after.ToString(), "; ");
+    }
+    return problems;
+  }));
+}
 #endif  // GENESIS_TEST_CUDA_MEMORY
 
 // Under kAuto a batch of sends and receives decides per message: the two ranks' batches

@@ -105,6 +105,22 @@ void ExpectAllOk(const std::vector<RankOutcome>& outcomes) {
   for (const RankOutcome& o : outcomes) EXPECT_TRUE(o.ok()) << o.Describe();
 }
 
+// RunNccl among four processes on four GPUs (a test skips on fewer), with one-shot
+// operations up to `one_shot_bytes`.
+std::vector<RankOutcome> RunNcclOnFourRanks(const std::function<std::string(ProcessGroup&)>& body,
+                                            size_t one_shot_bytes) {
+  return RunNccl(body, absl::Seconds(60), /*blocking=*/true, NcclRegistration::kAuto,
+                 one_shot_bytes, /*ranks=*/4);
+}
+
+// "" if the group has run `expected` one-shot operations so far; otherwise how many.
+std::string OneShotOperationsAre(ProcessGroup& group, int64_t expected) {
+  absl::StatusOr<nccl_backend::OneShotStats> stats = NcclOneShot(group);
+  if (!stats.ok()) return std::string(stats.status().ToString());
+  if (stats->operations == expected) return std::string();
+  return absl::StrCat("one-shot ", stats->ToString(), ", expected ", expected, " operations");
+}
+
 std::string EveryOperation(ProcessGroup& group) {
     const int r = group.rank();
     const int n = group.size();
@@ -127,11 +143,7 @@ std::string EveryOperation(ProcessGroup& group) {
         ++one_shot_operations;
       }
     }
-    GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
-    if (after.operations != one_shot_operations) {
-      return absl::StrCat("one-shot all_reduce ", after.ToString(), ", expected ",
-                          one_shot_operations, " operations");
-    }
+    GENESIS_RETURN_IF_TEXT(OneShotOperationsAre(group, one_shot_operations));
     GENESIS_ASSIGN_OR_TEXT(in, Filled(6, DType::kFloat32, [&](int64_t i) { return r * 10 + i; }, gpu));
     GENESIS_ASSIGN_OR_TEXT(out, storage::Zeros({12}, DType::kFloat32, gpu));
     GENESIS_ASSIGN_OR_TEXT(g, group.AllGather(in, out));
@@ -155,11 +167,7 @@ std::string EveryOperation(ProcessGroup& group) {
     GENESIS_RETURN_IF_TEXT(Check(red, [&](int64_t i) { return r == 0 ? 1 + 2 * i : 1 + i; }, "reduce"));
     // All_gather, reduce_scatter, all_to_all, broadcast and reduce took the one-shot path
     // too.
-    GENESIS_ASSIGN_OR_TEXT(kinds, NcclOneShot(group));
-    if (kinds.operations != one_shot_operations + 5) {
-      return absl::StrCat("one-shot ", kinds.ToString(), ", expected ", one_shot_operations + 5,
-                          " operations");
-    }
+    GENESIS_RETURN_IF_TEXT(OneShotOperationsAre(group, one_shot_operations + 5));
     // Point to point, both directions in one batch.
     GENESIS_ASSIGN_OR_TEXT(mine, Filled(1000, DType::kFloat32, [&](int64_t i) { return r + i; }, gpu));
     GENESIS_ASSIGN_OR_TEXT(theirs, storage::Zeros({1000}, DType::kFloat32, gpu));
@@ -617,12 +625,7 @@ std::string OneShotAtEverySizeAndAlignment(ProcessGroup& group) {
       }
     }
   }
-  GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
-  if (after.operations != expected_operations) {
-    return absl::StrCat("one-shot all_reduce ", after.ToString(), ", expected ",
-                        expected_operations, " operations");
-  }
-  return std::string();
+  return OneShotOperationsAre(group, expected_operations);
 }
 
 TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignment) {
@@ -631,8 +634,7 @@ TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignment) {
 
 // The same among four processes on four GPUs (skips on fewer).
 TEST(NcclTwoProcessTest, OneShotAllReduceAtEverySizeAndAlignmentOnFourRanks) {
-  ExpectAllOk(RunNccl(OneShotAtEverySizeAndAlignment, absl::Seconds(60), /*blocking=*/true,
-                      NcclRegistration::kAuto, kOneShotTestBytes, /*ranks=*/4));
+  ExpectAllOk(RunNcclOnFourRanks(OneShotAtEverySizeAndAlignment, kOneShotTestBytes));
 }
 
 // The one-shot broadcast from every root and reduce to every root at sizes in lines, in
@@ -697,12 +699,7 @@ std::string OneShotRootedAtEverySize(ProcessGroup& group) {
       }
     }
   }
-  GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
-  if (after.operations != expected_operations) {
-    return absl::StrCat("one-shot ", after.ToString(), ", expected ", expected_operations,
-                        " operations");
-  }
-  return std::string();
+  return OneShotOperationsAre(group, expected_operations);
 }
 
 TEST(NcclTwoProcessTest, OneShotBroadcastAndReduceFromEveryRoot) {
@@ -711,8 +708,7 @@ TEST(NcclTwoProcessTest, OneShotBroadcastAndReduceFromEveryRoot) {
 
 // The same among four processes on four GPUs (skips on fewer): broadcast in two steps.
 TEST(NcclTwoProcessTest, OneShotBroadcastAndReduceFromEveryRootOnFourRanks) {
-  ExpectAllOk(RunNccl(OneShotRootedAtEverySize, absl::Seconds(60), /*blocking=*/true,
-                      NcclRegistration::kAuto, kOneShotTestBytes, /*ranks=*/4));
+  ExpectAllOk(RunNcclOnFourRanks(OneShotRootedAtEverySize, kOneShotTestBytes));
 }
 
 // Bucketed all_reduce, then broadcast, of 300 packed gradients of uneven sizes (1 KiB
@@ -797,8 +793,7 @@ TEST(NcclTwoProcessTest, BucketedRunsOfPackedBucketsAcrossStreams) {
 
 // The same among four processes on four GPUs (skips on fewer).
 TEST(NcclTwoProcessTest, BucketedRunsOfPackedBucketsAcrossStreamsOnFourRanks) {
-  ExpectAllOk(RunNccl(BucketedRunsAcrossStreams, absl::Seconds(60), /*blocking=*/true,
-                      NcclRegistration::kAuto, kDefaultNcclOneShotBytes, /*ranks=*/4));
+  ExpectAllOk(RunNcclOnFourRanks(BucketedRunsAcrossStreams, kDefaultNcclOneShotBytes));
 }
 
 // Many one-shot all_reduces in flight at once on two streams and the legacy default
@@ -859,11 +854,7 @@ TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
     GENESIS_RETURN_IF_BAD(eager.Wait());
     GENESIS_RETURN_IF_TEXT(Check(
         storages[1], [&](int64_t i) { return 2 * (1 + i % 13) + 1; }, "after"));
-    GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
-    if (after.operations != before.operations + 6) {
-      return absl::StrCat("one-shot all_reduce ", after.ToString(), ", expected ",
-                          before.operations + 6, " operations");
-    }
+    GENESIS_RETURN_IF_TEXT(OneShotOperationsAre(group, before.operations + 6));
     // Each Work dropped at once, the streams in turn: an operation's event comes back
     // before the next one takes one, so the communicator keeps the last one-shot
     // operation's event aside for the next on the other stream to wait for (NCCL's
@@ -887,11 +878,7 @@ TEST(NcclTwoProcessTest, OneShotAllReducesInFlightAcrossStreamsAndGraphs) {
     }
     GENESIS_RETURN_IF_TEXT(Check(
         big, [](int64_t) { return 0; }, "NCCL's all_reduce"));
-    GENESIS_ASSIGN_OR_TEXT(last, NcclOneShot(group));
-    if (last.operations != after.operations + kOperations) {
-      return absl::StrCat("one-shot all_reduce ", last.ToString(), ", expected ",
-                          after.operations + kOperations, " operations");
-    }
+    GENESIS_RETURN_IF_TEXT(OneShotOperationsAre(group, before.operations + 6 + kOperations));
     (void)r;
     return std::string();
   }));
@@ -990,11 +977,7 @@ TEST(NcclTwoProcessTest, OneShotSendsAndReceives) {
     GENESIS_RETURN_IF_TEXT(Check(small_in, message(peer, 200), "first of two"));
     GENESIS_RETURN_IF_TEXT(Check(second_in, message(peer, 202), "second of two"));
     launches += 2;
-    GENESIS_ASSIGN_OR_TEXT(after, NcclOneShot(group));
-    if (after.operations != before.operations + launches) {
-      return absl::StrCat("one-shot ", after.ToString(), ", expected ",
-                          before.operations + launches, " operations");
-    }
+    GENESIS_RETURN_IF_TEXT(OneShotOperationsAre(group, before.operations + launches));
     return std::string();
   }));
 }

@@ -78,10 +78,10 @@ absl::StatusOr<Work> RunBucketed(ProcessGroup& group, absl::Span<const Storage> 
   CUstream_st* collective_stream = nullptr;
   absl::flat_hash_set<CUstream_st*> packing_streams;
   // Queues `p`'s collective (its `flat` and `packed` set), named by the storages from
-  // `first` to `last`.
-  // GPU: the collectives run in the order they are queued on every rank, also where
-  // they are queued on different streams (a packed bucket's on the collective stream, an
-  // in-place one's on its storages' stream): each waits for the stream of the one before.
+  // `first` to `last` in its errors. GPU: the collectives run in the order they are
+  // queued on every rank, also where they are queued on different streams (packed
+  // buckets' on the collective stream, an in-place one's on its storages' stream): each
+  // waits for the stream of the one before.
   bool first_collective = true;
   CUstream_st* last_collective_stream = nullptr;
   auto issue = [&](Pending p, size_t first, size_t last) -> absl::Status {

@@ -1,5 +1,5 @@
 // Planning buckets for collectives of many storages (gradients): which storages share
-// one collective.
+// one collective, and (PackedCollectives) which packed buckets go in one collective.
 //
 // PyTorch's DDP packs gradients into buckets of 25 MiB (its users find that small for
 // large models, so here it is a setting) and runs one all_reduce per bucket. The plan

@@ -1,4 +1,4 @@
-// Collectives of many storages at once, one collective per bucket (bucket_plan.h): the
+// Collectives of many storages at once, bucket by bucket (bucket_plan.h): the
 // gradients of data-parallel training.
 //
 //   std::vector<Storage> grads = ...;       // 1,000 gradients of 4 KiB to 4 MiB

@@ -553,9 +553,8 @@ struct Comm {
     volatile int* abort = nullptr;  // Mapped host memory: set when the group fails.
     // The last operation's stream (null: the legacy default stream) and its Work's event
     // (recorded under `mu`, right after its kernel; null before the first operation): an
-    // operation on another stream waits for it. While `holds_last`, the
-    // Work is gone and its event is kept out of the free list (TakeFreeEventLocked).
-    // Under `mu`.
+    // operation on another stream waits for it. While `holds_last`, the Work is gone and
+    // its event is kept out of the free list (TakeFreeEventLocked). Under `mu`.
     CUstream_st* last_stream = nullptr;
     cudaEvent_t last_event = nullptr;
     bool holds_last = false;

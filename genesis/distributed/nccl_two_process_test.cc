@@ -375,10 +375,11 @@ TEST(NcclTwoProcessTest, StagedOperationsFollowEachOtherAcrossStreams) {
     }
     GENESIS_RETURN_IF_BAD(WaitAll(works));
     for (int k = 0; k < kOperations; ++k) {
-      absl::StrAppend(&problems,
-                      Check(
-                          outs[k], [&](int64_t i) { return (i / kHalf) * 1000 + k * 10 + i % 10; },
-                          absl::StrCat("all_gather ", k)));
+      absl::StrAppend(
+          &problems,
+          Check(
+              outs[k], [&](int64_t i) { return (i / kHalf) * 1000 + k * 10 + (i % kHalf) % 10; },
+              absl::StrCat("all_gather ", k)));
     }
     GENESIS_ASSIGN_OR_TEXT(after, NcclBufferRegistration(group));
     if (after.staged < before.staged + kOperations) {

@@ -15,6 +15,7 @@
 #include "genesis/distributed/bucketed.h"
 #include "genesis/distributed/process_group.h"
 #include "genesis/distributed/process_group_factory.h"
+#include "genesis/distributed/reducer.h"
 #include "genesis/distributed/registration_policy.h"
 #include "genesis/distributed/testing/collective_checks.h"
 #include "genesis/memory/memory_api.h"
@@ -180,6 +181,55 @@ TEST(NcclGroupTest, SplitsWorkInBothModes) {
     auto w = world->Barrier();
     ASSERT_TRUE(w.ok()) << w.status();
     EXPECT_TRUE(w->Wait().ok());
+  }
+}
+
+// The Reducer on one GPU, packed buckets and views of one buffer: gradients on a
+// stream of their own get new values at every step, written just before they are
+// marked, so a bucket packed before its gradients were written would give the step
+// before's values.
+TEST(NcclGroupTest, ReducerPacksEachStepsValues) {
+  GENESIS_SKIP_WITHOUT_GPU();
+  std::unique_ptr<ProcessGroup> group = OneRankWorld();
+  ASSERT_NE(group, nullptr);
+  const Device gpu = group->device();
+  auto stream = cuda::Stream::Create(gpu.index());
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  storage::StorageOptions on_stream;
+  on_stream.stream = stream->native();
+  std::vector<Storage> grads;
+  for (int k = 0; k < 40; ++k) {
+    auto g = storage::Zeros({1 + (k * 7919) % 300000}, DType::kFloat32, gpu, on_stream);
+    ASSERT_TRUE(g.ok()) << g.status();
+    grads.push_back(*g);
+  }
+  auto flat = storage::Zeros({10 * 4000}, DType::kFloat32, gpu, on_stream);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  for (int k = 0; k < 10; ++k) {
+    auto v = flat->Slice(0, 4000 * k, 4000 * (k + 1));
+    ASSERT_TRUE(v.ok()) << v.status();
+    grads.push_back(*v);
+  }
+  auto reducer = Reducer::Create(*group, grads, ReduceOp::kSum,
+                                 {.bucket_bytes = 1 << 20, .last_bucket_bytes = 16 << 10});
+  ASSERT_TRUE(reducer.ok()) << reducer.status();
+  for (int step = 0; step < 5; ++step) {
+    for (size_t k = 0; k < grads.size(); ++k) {
+      auto values = Filled(grads[k].numel(), DType::kFloat32, [&](int64_t i) {
+        return step * 100 + static_cast<double>(k % 7) + static_cast<double>(i % 5);
+      }, gpu);
+      ASSERT_TRUE(values.ok()) << values.status();
+      ASSERT_TRUE(grads[k].CopyFrom(*values).ok());
+      ASSERT_TRUE((*reducer)->MarkReady(k).ok());
+    }
+    auto work = (*reducer)->Finish();
+    ASSERT_TRUE(work.ok()) << work.status();
+    ASSERT_TRUE(work->Wait().ok());
+    for (size_t k = 0; k < grads.size(); ++k) {
+      ASSERT_EQ(Check(grads[k], [&](int64_t i) {
+        return step * 100 + static_cast<double>(k % 7) + static_cast<double>(i % 5);
+      }, absl::StrCat("step ", step, ", gradient ", k)), "");
+    }
   }
 }
 

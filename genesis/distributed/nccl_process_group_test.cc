@@ -215,9 +215,12 @@ TEST(NcclGroupTest, ReducerPacksEachStepsValues) {
   ASSERT_TRUE(reducer.ok()) << reducer.status();
   for (int step = 0; step < 5; ++step) {
     for (size_t k = 0; k < grads.size(); ++k) {
-      auto values = Filled(grads[k].numel(), DType::kFloat32, [&](int64_t i) {
-        return step * 100 + static_cast<double>(k % 7) + static_cast<double>(i % 5);
-      }, gpu);
+      auto values = Filled(
+          grads[k].numel(), DType::kFloat32,
+          [&](int64_t i) {
+            return step * 100 + static_cast<double>(k % 7) + static_cast<double>(i % 5);
+          },
+          gpu);
       ASSERT_TRUE(values.ok()) << values.status();
       ASSERT_TRUE(grads[k].CopyFrom(*values).ok());
       ASSERT_TRUE((*reducer)->MarkReady(k).ok());
@@ -226,9 +229,13 @@ TEST(NcclGroupTest, ReducerPacksEachStepsValues) {
     ASSERT_TRUE(work.ok()) << work.status();
     ASSERT_TRUE(work->Wait().ok());
     for (size_t k = 0; k < grads.size(); ++k) {
-      ASSERT_EQ(Check(grads[k], [&](int64_t i) {
-        return step * 100 + static_cast<double>(k % 7) + static_cast<double>(i % 5);
-      }, absl::StrCat("step ", step, ", gradient ", k)), "");
+      ASSERT_EQ(Check(
+                    grads[k],
+                    [&](int64_t i) {
+                      return step * 100 + static_cast<double>(k % 7) + static_cast<double>(i % 5);
+                    },
+                    absl::StrCat("step ", step, ", gradient ", k)),
+                "");
     }
   }
 }

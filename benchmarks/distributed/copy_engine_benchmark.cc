@@ -1,0 +1,425 @@
+// What an all_reduce whose bytes move through the GPUs' copy engines would give,
+// against NCCL's all_reduce: two GPUs of one process (NVLink between them), float32.
+//
+//   copy_engine_benchmark [--bytes=100MiB] [--chunk=16MiB] [--add_blocks=0 (every SM)]
+//                         [--busy_us=1000] [--reps=10]
+//
+// Three tables, median microseconds of --reps runs after two not counted:
+// - links: --bytes from GPU 0's memory to GPU 1's (one way) or each to the other (both
+//   ways), stored or loaded by the SMs (a kernel of two blocks per SM) or moved by the
+//   copy engines (cudaMemcpyPeerAsync);
+// - all_reduce of --bytes, its result checked: NCCL's (ncclAllReduce on cudaMalloc
+//   buffers); "copy engines": each GPU's buffer goes to the other in --chunk pieces by
+//   cudaMemcpyPeerAsync, and each GPU adds a piece to its own once it has arrived (a
+//   kernel of --add_blocks blocks); "NCCL zero-CTA": NCCL 2.28's all_to_all, an addition
+//   and its all_gather on symmetric windows of a communicator whose CTA policy is
+//   NCCL_CTA_POLICY_ZERO (NCCL moves those through the copy engines);
+// - the same all_reduces beside a kernel that keeps every SM busy for --busy_us (one
+//   block per SM, as reducer_benchmark's layers do), queued at the same time on another
+//   stream: how long that kernel took, and the whole.
+//
+// Without two GPUs it says so and exits 0. A study for the collectives' design, not a
+// collective of genesis: the copy-engine all_reduce here needs both GPUs in one process
+// (peer access and events across devices).
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "benchmarks/distributed/copy_engine_kernels.h"
+#include "benchmarks/distributed/synthetic_backward.h"
+#include "genesis/core/byte_size.h"
+#include "genesis/core/status.h"
+
+ABSL_FLAG(std::string, bytes, "100MiB", "bytes of float32 each GPU all_reduces");
+ABSL_FLAG(std::string, chunk, "16MiB", "the copy-engine all_reduce's pieces");
+ABSL_FLAG(int, add_blocks, 0, "blocks of the additions (0: one per SM)");
+ABSL_FLAG(int, busy_us, 1000, "how long the kernel beside the all_reduces keeps every SM busy");
+ABSL_FLAG(int, reps, 10, "runs of each row, after two not counted");
+
+namespace genesis::benchmarks {
+namespace {
+
+constexpr int kGpus = 2;
+
+absl::Status Cuda(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
+}
+absl::Status Nccl(ncclResult_t r, const char* what) {
+  if (r == ncclSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", ncclGetErrorString(r)));
+}
+
+// One GPU's side: its streams, buffers and communicators.
+struct Gpu {
+  int device = 0;
+  int sms = 0;
+  cudaStream_t stream = nullptr;  // NCCL's operations, the additions.
+  cudaStream_t copies = nullptr;  // The copy engines' pieces.
+  cudaStream_t busy = nullptr;    // The kernel beside.
+  cudaEvent_t busy_start = nullptr, busy_end = nullptr;
+  std::vector<cudaEvent_t> arrived;  // Per piece: copied into the peer.
+  float* data = nullptr;             // What this GPU all_reduces (refilled before each run).
+  float* peer = nullptr;             // What the peer sent (copy engines).
+  float* init = nullptr;             // The values data starts from.
+  ncclComm_t comm = nullptr;         // Default CTA policy.
+  ncclComm_t zero_cta = nullptr;     // NCCL_CTA_POLICY_ZERO.
+  float* win_in = nullptr;           // Symmetric windows of zero_cta: the input,
+  float* win_parts = nullptr;        // every rank's part of this rank's shard,
+  float* win_shard = nullptr;        // the reduced shard,
+  float* win_out = nullptr;          // and the all_gathered result.
+  std::array<ncclWindow_t, 4> windows{};
+};
+
+class Bench {
+ public:
+  absl::Status SetUp(size_t bytes, size_t chunk, int add_blocks) {
+    bytes_ = bytes;
+    chunk_ = chunk;
+    count_ = bytes / sizeof(float);
+    ncclUniqueId ids[2];
+    GENESIS_RETURN_IF_ERROR(Nccl(ncclGetUniqueId(&ids[0]), "ncclGetUniqueId"));
+    GENESIS_RETURN_IF_ERROR(Nccl(ncclGetUniqueId(&ids[1]), "ncclGetUniqueId"));
+    const size_t pieces = (bytes + chunk - 1) / chunk;
+    for (int d = 0; d < kGpus; ++d) {
+      Gpu& g = gpus_[d];
+      g.device = d;
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(d), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaDeviceEnablePeerAccess(1 - d, 0), "peer access"));
+      GENESIS_RETURN_IF_ERROR(
+          Cuda(cudaDeviceGetAttribute(&g.sms, cudaDevAttrMultiProcessorCount, d), "SMs"));
+      for (cudaStream_t* s : {&g.stream, &g.copies, &g.busy}) {
+        GENESIS_RETURN_IF_ERROR(
+            Cuda(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreate"));
+      }
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaEventCreate(&g.busy_start), "cudaEventCreate"));
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaEventCreate(&g.busy_end), "cudaEventCreate"));
+      g.arrived.resize(pieces);
+      for (cudaEvent_t& e : g.arrived) {
+        GENESIS_RETURN_IF_ERROR(
+            Cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate"));
+      }
+      for (float** p : {&g.data, &g.peer, &g.init}) {
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaMalloc(p, bytes), "cudaMalloc"));
+      }
+      // Rank d holds d + 1 + (i % 7): the sum is 3 + 2 (i % 7).
+      std::vector<float> values(count_);
+      for (size_t i = 0; i < count_; ++i) values[i] = static_cast<float>(d + 1 + i % 7);
+      GENESIS_RETURN_IF_ERROR(
+          Cuda(cudaMemcpy(g.init, values.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"));
+    }
+    add_blocks_ = add_blocks > 0 ? add_blocks : gpus_[0].sms;
+    ncclConfig_t zero = NCCL_CONFIG_INITIALIZER;
+    zero.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+    for (int which = 0; which < 2; ++which) {
+      GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupStart(), "ncclGroupStart"));
+      for (int d = 0; d < kGpus; ++d) {
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(d), "cudaSetDevice"));
+        if (which == 0) {
+          GENESIS_RETURN_IF_ERROR(
+              Nccl(ncclCommInitRank(&gpus_[d].comm, kGpus, ids[0], d), "ncclCommInitRank"));
+        } else {
+          GENESIS_RETURN_IF_ERROR(
+              Nccl(ncclCommInitRankConfig(&gpus_[d].zero_cta, kGpus, ids[1], d, &zero),
+                   "ncclCommInitRankConfig (NCCL_CTA_POLICY_ZERO)"));
+        }
+      }
+      GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupEnd(), "ncclGroupEnd"));
+    }
+    const size_t sizes[4] = {bytes, bytes, bytes / kGpus, bytes};
+    for (int w = 0; w < 4; ++w) {
+      for (int d = 0; d < kGpus; ++d) {
+        Gpu& g = gpus_[d];
+        float** p[4] = {&g.win_in, &g.win_parts, &g.win_shard, &g.win_out};
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(d), "cudaSetDevice"));
+        GENESIS_RETURN_IF_ERROR(
+            Nccl(ncclMemAlloc(reinterpret_cast<void**>(p[w]), sizes[w]), "ncclMemAlloc"));
+      }
+      GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupStart(), "ncclGroupStart"));
+      for (int d = 0; d < kGpus; ++d) {
+        Gpu& g = gpus_[d];
+        float* p[4] = {g.win_in, g.win_parts, g.win_shard, g.win_out};
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(d), "cudaSetDevice"));
+        GENESIS_RETURN_IF_ERROR(Nccl(ncclCommWindowRegister(g.zero_cta, p[w], sizes[w],
+                                                            &g.windows[w], NCCL_WIN_COLL_SYMMETRIC),
+                                     "ncclCommWindowRegister"));
+      }
+      GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupEnd(), "ncclGroupEnd"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Both GPUs idle, then `issue` queued and waited for: the median wall time in us,
+  // and (with `busy`) the median time of the kernel queued beside.
+  struct Timing {
+    double us = 0;
+    double busy_us = 0;
+  };
+  absl::StatusOr<Timing> Time(int reps, const std::function<absl::Status()>& issue, int busy_us = 0,
+                              bool refill = false) {
+    std::vector<double> walls, busies;
+    for (int r = 0; r < reps + 2; ++r) {
+      for (Gpu& g : gpus_) {
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+        if (refill) {
+          GENESIS_RETURN_IF_ERROR(
+              Cuda(cudaMemcpyAsync(g.data, g.init, bytes_, cudaMemcpyDeviceToDevice, g.stream),
+                   "cudaMemcpyAsync"));
+        }
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+      }
+      const auto start = std::chrono::steady_clock::now();
+      if (busy_us > 0) {
+        for (Gpu& g : gpus_) {
+          GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+          GENESIS_RETURN_IF_ERROR(Cuda(cudaEventRecord(g.busy_start, g.busy), "cudaEventRecord"));
+          GENESIS_RETURN_IF_ERROR(
+              Cuda(LaunchLayer(g.sms, int64_t{busy_us} * 1000, g.busy), "the busy kernel"));
+          GENESIS_RETURN_IF_ERROR(Cuda(cudaEventRecord(g.busy_end, g.busy), "cudaEventRecord"));
+        }
+      }
+      GENESIS_RETURN_IF_ERROR(issue());
+      float busy_ms = 0;
+      for (Gpu& g : gpus_) {
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize(), "the run"));
+        if (busy_us > 0) {
+          float ms = 0;
+          GENESIS_RETURN_IF_ERROR(
+              Cuda(cudaEventElapsedTime(&ms, g.busy_start, g.busy_end), "cudaEventElapsedTime"));
+          busy_ms = std::max(busy_ms, ms);
+        }
+      }
+      const double wall =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count();
+      if (r < 2) continue;
+      walls.push_back(wall);
+      busies.push_back(busy_ms * 1e3);
+    }
+    return Timing{Median(walls), Median(busies)};
+  }
+
+  // One way (GPU 0 to 1) or both ways: SM stores, SM loads, or the copy engines.
+  absl::Status Link(bool both_ways, int how) {
+    for (int d = 0; d < (both_ways ? kGpus : 1); ++d) {
+      Gpu& g = gpus_[d];
+      Gpu& other = gpus_[1 - d];
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(d), "cudaSetDevice"));
+      if (how == 0) {
+        GENESIS_RETURN_IF_ERROR(
+            Cuda(LaunchSmCopy(g.init, other.peer, bytes_, 2 * g.sms, g.stream), "SM stores"));
+      } else if (how == 1) {
+        GENESIS_RETURN_IF_ERROR(
+            Cuda(LaunchSmCopy(other.init, g.peer, bytes_, 2 * g.sms, g.stream), "SM loads"));
+      } else {
+        GENESIS_RETURN_IF_ERROR(Cuda(
+            cudaMemcpyPeerAsync(other.peer, 1 - d, g.init, d, bytes_, g.copies), "copy engines"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status NcclAllReduce() {
+    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupStart(), "ncclGroupStart"));
+    for (Gpu& g : gpus_) {
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(
+          Nccl(ncclAllReduce(g.data, g.data, count_, ncclFloat, ncclSum, g.comm, g.stream),
+               "ncclAllReduce"));
+    }
+    return Nccl(ncclGroupEnd(), "ncclGroupEnd");
+  }
+
+  // Piece by piece: each GPU's piece goes to the other's `peer` buffer on the copy
+  // engines, and once the other's piece has arrived the GPU adds it to its own.
+  absl::Status CopyEngineAllReduce() {
+    const size_t pieces = gpus_[0].arrived.size();
+    for (size_t k = 0; k < pieces; ++k) {
+      const size_t at = k * chunk_;
+      const size_t len = std::min(chunk_, bytes_ - at);
+      for (int d = 0; d < kGpus; ++d) {
+        Gpu& g = gpus_[d];
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(d), "cudaSetDevice"));
+        if (k == 0) {  // After the refill.
+          GENESIS_RETURN_IF_ERROR(Cuda(cudaEventRecord(g.arrived[0], g.stream), "record"));
+          GENESIS_RETURN_IF_ERROR(Cuda(cudaStreamWaitEvent(g.copies, g.arrived[0]), "wait"));
+        }
+        GENESIS_RETURN_IF_ERROR(
+            Cuda(cudaMemcpyPeerAsync(reinterpret_cast<char*>(gpus_[1 - d].peer) + at, 1 - d,
+                                     reinterpret_cast<char*>(g.data) + at, d, len, g.copies),
+                 "cudaMemcpyPeerAsync"));
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaEventRecord(g.arrived[k], g.copies), "record"));
+      }
+      for (int d = 0; d < kGpus; ++d) {
+        Gpu& g = gpus_[d];
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(d), "cudaSetDevice"));
+        // The peer's piece is here, and this GPU's own piece has left (the sum
+        // overwrites it).
+        GENESIS_RETURN_IF_ERROR(
+            Cuda(cudaStreamWaitEvent(g.stream, gpus_[1 - d].arrived[k]), "wait"));
+        GENESIS_RETURN_IF_ERROR(Cuda(cudaStreamWaitEvent(g.stream, g.arrived[k]), "wait"));
+        float* mine = g.data + at / sizeof(float);
+        GENESIS_RETURN_IF_ERROR(Cuda(LaunchAdd(mine, g.peer + at / sizeof(float), mine,
+                                               len / sizeof(float), add_blocks_, g.stream),
+                                     "the addition"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // NCCL zero-CTA: all_to_all of the input (rank r gets every rank's shard r), the
+  // shard's parts added, all_gather of the shards; then the result into `data`.
+  absl::Status ZeroCtaAllReduce() {
+    const size_t shard = count_ / kGpus;
+    for (Gpu& g : gpus_) {
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(Cuda(
+          cudaMemcpyAsync(g.win_in, g.data, bytes_, cudaMemcpyDeviceToDevice, g.stream), "in"));
+    }
+    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupStart(), "ncclGroupStart"));
+    for (Gpu& g : gpus_) {
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(
+          Nccl(ncclAlltoAll(g.win_in, g.win_parts, shard, ncclFloat, g.zero_cta, g.stream),
+               "ncclAlltoAll"));
+    }
+    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupEnd(), "ncclGroupEnd"));
+    for (Gpu& g : gpus_) {
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(Cuda(
+          LaunchAddShards(g.win_parts, g.win_shard, shard, kGpus, add_blocks_, g.stream), "add"));
+    }
+    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupStart(), "ncclGroupStart"));
+    for (Gpu& g : gpus_) {
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(
+          Nccl(ncclAllGather(g.win_shard, g.win_out, shard, ncclFloat, g.zero_cta, g.stream),
+               "ncclAllGather"));
+    }
+    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupEnd(), "ncclGroupEnd"));
+    for (Gpu& g : gpus_) {
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(Cuda(
+          cudaMemcpyAsync(g.data, g.win_out, bytes_, cudaMemcpyDeviceToDevice, g.stream), "out"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Whether both GPUs' `data` holds the sum, 3 + 2 (i % 7).
+  absl::StatusOr<bool> Summed() {
+    std::vector<float> values(count_);
+    for (Gpu& g : gpus_) {
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(
+          Cuda(cudaMemcpy(values.data(), g.data, bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy"));
+      for (size_t i = 0; i < count_; ++i) {
+        if (values[i] != static_cast<float>(3 + 2 * (i % 7))) return false;
+      }
+    }
+    return true;
+  }
+
+  size_t bytes() const { return bytes_; }
+
+ private:
+  static double Median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+  }
+
+  std::array<Gpu, kGpus> gpus_;
+  size_t bytes_ = 0;
+  size_t chunk_ = 0;
+  size_t count_ = 0;
+  int add_blocks_ = 0;
+};
+
+absl::Status Run() {
+  GENESIS_ASSIGN_OR_RETURN(uint64_t bytes, ParseByteSize(absl::GetFlag(FLAGS_bytes)));
+  GENESIS_ASSIGN_OR_RETURN(uint64_t chunk, ParseByteSize(absl::GetFlag(FLAGS_chunk)));
+  if (bytes == 0 || bytes % (16 * kGpus) != 0 || chunk == 0 || chunk % 16 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--bytes must be a positive multiple of ",
+                                                   16 * kGpus,
+                                                   " and --chunk a positive multiple of 16"));
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < kGpus) {
+    std::printf("# copy_engine_benchmark needs two GPUs; found %d: nothing measured\n", devices);
+    return absl::OkStatus();
+  }
+  Bench bench;
+  GENESIS_RETURN_IF_ERROR(bench.SetUp(bytes, chunk, absl::GetFlag(FLAGS_add_blocks)));
+  const int reps = std::max(1, absl::GetFlag(FLAGS_reps));
+  int nccl_version = 0;
+  ncclGetVersion(&nccl_version);
+  std::printf(
+      "# copy engines against NCCL %d: two GPUs of one process, %.1f MiB of float32, "
+      "pieces of %.1f MiB; median us of %d runs\n",
+      nccl_version, bytes / 1048576.0, chunk / 1048576.0, reps);
+  std::printf("%-36s %10s %10s\n", "link", "us", "GB/s");
+  const char* hows[3] = {"SM stores", "SM loads", "copy engines"};
+  for (int how : {0, 1, 2}) {
+    for (bool both : {false, true}) {
+      GENESIS_ASSIGN_OR_RETURN(Bench::Timing t,
+                               bench.Time(reps, [&] { return bench.Link(both, how); }));
+      std::printf("%-36s %10.1f %10.1f\n",
+                  absl::StrCat(hows[how], both ? ", both ways" : ", one way").c_str(), t.us,
+                  bytes / t.us / 1e3);
+    }
+  }
+  struct Path {
+    const char* name;
+    std::function<absl::Status()> issue;
+  };
+  const std::vector<Path> paths = {
+      {"NCCL all_reduce", [&] { return bench.NcclAllReduce(); }},
+      {"copy engines, pieces added", [&] { return bench.CopyEngineAllReduce(); }},
+      {"NCCL zero-CTA all_to_all, add, all_gather", [&] { return bench.ZeroCtaAllReduce(); }},
+  };
+  const int busy_us = absl::GetFlag(FLAGS_busy_us);
+  GENESIS_ASSIGN_OR_RETURN(Bench::Timing alone,
+                           bench.Time(
+                               reps, [] { return absl::OkStatus(); }, busy_us));
+  std::printf("\n%-44s %10s %8s %14s %14s %8s\n", "all_reduce", "us", "of NCCL", "beside: whole",
+              "busy kernel", "result");
+  double nccl_us = 0;
+  for (const Path& p : paths) {
+    GENESIS_ASSIGN_OR_RETURN(Bench::Timing t, bench.Time(reps, p.issue, 0, /*refill=*/true));
+    GENESIS_ASSIGN_OR_RETURN(const bool summed, bench.Summed());
+    GENESIS_ASSIGN_OR_RETURN(Bench::Timing beside,
+                             bench.Time(reps, p.issue, busy_us, /*refill=*/true));
+    GENESIS_ASSIGN_OR_RETURN(const bool summed_beside, bench.Summed());
+    if (nccl_us == 0) nccl_us = t.us;
+    std::printf("%-44s %10.1f %8.3f %14.1f %14.1f %8s\n", p.name, t.us, t.us / nccl_us, beside.us,
+                beside.busy_us, summed && summed_beside ? "right" : "WRONG");
+  }
+  std::printf("%-44s %10s %8s %14.1f %14.1f\n", "(the busy kernel alone)", "", "", alone.us,
+              alone.busy_us);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace genesis::benchmarks
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = genesis::benchmarks::Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "copy_engine_benchmark: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

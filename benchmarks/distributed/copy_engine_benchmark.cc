@@ -161,6 +161,23 @@ class Bench {
     return absl::OkStatus();
   }
 
+  // Calls `f` for each GPU, that GPU current; the first error.
+  absl::Status ForEachGpu(const std::function<absl::Status(Gpu&)>& f) {
+    for (Gpu& g : gpus_) {
+      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(f(g));
+    }
+    return absl::OkStatus();
+  }
+
+  // ForEachGpu within one NCCL group.
+  absl::Status NcclGroup(const std::function<absl::Status(Gpu&)>& f) {
+    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupStart(), "ncclGroupStart"));
+    const absl::Status issued = ForEachGpu(f);
+    const absl::Status ended = Nccl(ncclGroupEnd(), "ncclGroupEnd");
+    return issued.ok() ? ended : issued;
+  }
+
   // Both GPUs idle, then `issue` queued and waited for: the median wall time in us,
   // and (with `busy`) the median time of the kernel queued beside.
   struct Timing {
@@ -171,29 +188,26 @@ class Bench {
                               bool refill = false) {
     std::vector<double> walls, busies;
     for (int r = 0; r < reps + 2; ++r) {
-      for (Gpu& g : gpus_) {
-        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(ForEachGpu([&](Gpu& g) -> absl::Status {
         if (refill) {
           GENESIS_RETURN_IF_ERROR(
               Cuda(cudaMemcpyAsync(g.data, g.init, bytes_, cudaMemcpyDeviceToDevice, g.stream),
-                   "cudaMemcpyAsync"));
+                   "the refill"));
         }
-        GENESIS_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
-      }
+        return Cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      }));
       const auto start = std::chrono::steady_clock::now();
       if (busy_us > 0) {
-        for (Gpu& g : gpus_) {
-          GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+        GENESIS_RETURN_IF_ERROR(ForEachGpu([&](Gpu& g) -> absl::Status {
           GENESIS_RETURN_IF_ERROR(Cuda(cudaEventRecord(g.busy_start, g.busy), "cudaEventRecord"));
           GENESIS_RETURN_IF_ERROR(
               Cuda(LaunchLayer(g.sms, int64_t{busy_us} * 1000, g.busy), "the busy kernel"));
-          GENESIS_RETURN_IF_ERROR(Cuda(cudaEventRecord(g.busy_end, g.busy), "cudaEventRecord"));
-        }
+          return Cuda(cudaEventRecord(g.busy_end, g.busy), "cudaEventRecord");
+        }));
       }
       GENESIS_RETURN_IF_ERROR(issue());
       float busy_ms = 0;
-      for (Gpu& g : gpus_) {
-        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+      GENESIS_RETURN_IF_ERROR(ForEachGpu([&](Gpu& g) -> absl::Status {
         GENESIS_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize(), "the run"));
         if (busy_us > 0) {
           float ms = 0;
@@ -201,7 +215,8 @@ class Bench {
               Cuda(cudaEventElapsedTime(&ms, g.busy_start, g.busy_end), "cudaEventElapsedTime"));
           busy_ms = std::max(busy_ms, ms);
         }
-      }
+        return absl::OkStatus();
+      }));
       const double wall =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
               .count();
@@ -233,14 +248,10 @@ class Bench {
   }
 
   absl::Status NcclAllReduce() {
-    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupStart(), "ncclGroupStart"));
-    for (Gpu& g : gpus_) {
-      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
-      GENESIS_RETURN_IF_ERROR(
-          Nccl(ncclAllReduce(g.data, g.data, count_, ncclFloat, ncclSum, g.comm, g.stream),
-               "ncclAllReduce"));
-    }
-    return Nccl(ncclGroupEnd(), "ncclGroupEnd");
+    return NcclGroup([&](Gpu& g) {
+      return Nccl(ncclAllReduce(g.data, g.data, count_, ncclFloat, ncclSum, g.comm, g.stream),
+                  "ncclAllReduce");
+    });
   }
 
   // Piece by piece: each GPU's piece goes to the other's `peer` buffer on the copy
@@ -284,55 +295,42 @@ class Bench {
   // shard's parts added, all_gather of the shards; then the result into `data`.
   absl::Status ZeroCtaAllReduce() {
     const size_t shard = count_ / kGpus;
-    for (Gpu& g : gpus_) {
-      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
-      GENESIS_RETURN_IF_ERROR(Cuda(
-          cudaMemcpyAsync(g.win_in, g.data, bytes_, cudaMemcpyDeviceToDevice, g.stream), "in"));
-    }
-    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupStart(), "ncclGroupStart"));
-    for (Gpu& g : gpus_) {
-      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
-      GENESIS_RETURN_IF_ERROR(
-          Nccl(ncclAlltoAll(g.win_in, g.win_parts, shard, ncclFloat, g.zero_cta, g.stream),
-               "ncclAlltoAll"));
-    }
-    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupEnd(), "ncclGroupEnd"));
-    for (Gpu& g : gpus_) {
-      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
-      GENESIS_RETURN_IF_ERROR(Cuda(
-          LaunchAddShards(g.win_parts, g.win_shard, shard, kGpus, add_blocks_, g.stream), "add"));
-    }
-    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupStart(), "ncclGroupStart"));
-    for (Gpu& g : gpus_) {
-      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
-      GENESIS_RETURN_IF_ERROR(
-          Nccl(ncclAllGather(g.win_shard, g.win_out, shard, ncclFloat, g.zero_cta, g.stream),
-               "ncclAllGather"));
-    }
-    GENESIS_RETURN_IF_ERROR(Nccl(ncclGroupEnd(), "ncclGroupEnd"));
-    for (Gpu& g : gpus_) {
-      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
-      GENESIS_RETURN_IF_ERROR(Cuda(
-          cudaMemcpyAsync(g.data, g.win_out, bytes_, cudaMemcpyDeviceToDevice, g.stream), "out"));
-    }
-    return absl::OkStatus();
+    GENESIS_RETURN_IF_ERROR(ForEachGpu([&](Gpu& g) {
+      return Cuda(cudaMemcpyAsync(g.win_in, g.data, bytes_, cudaMemcpyDeviceToDevice, g.stream),
+                  "the input into the window");
+    }));
+    GENESIS_RETURN_IF_ERROR(NcclGroup([&](Gpu& g) {
+      return Nccl(ncclAlltoAll(g.win_in, g.win_parts, shard, ncclFloat, g.zero_cta, g.stream),
+                  "ncclAlltoAll");
+    }));
+    GENESIS_RETURN_IF_ERROR(ForEachGpu([&](Gpu& g) {
+      return Cuda(LaunchAddShards(g.win_parts, g.win_shard, shard, kGpus, add_blocks_, g.stream),
+                  "the addition");
+    }));
+    GENESIS_RETURN_IF_ERROR(NcclGroup([&](Gpu& g) {
+      return Nccl(ncclAllGather(g.win_shard, g.win_out, shard, ncclFloat, g.zero_cta, g.stream),
+                  "ncclAllGather");
+    }));
+    return ForEachGpu([&](Gpu& g) {
+      return Cuda(cudaMemcpyAsync(g.data, g.win_out, bytes_, cudaMemcpyDeviceToDevice, g.stream),
+                  "the result out of the window");
+    });
   }
 
   // Whether both GPUs' `data` holds the sum, 3 + 2 (i % 7).
   absl::StatusOr<bool> Summed() {
     std::vector<float> values(count_);
-    for (Gpu& g : gpus_) {
-      GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(g.device), "cudaSetDevice"));
+    bool right = true;
+    GENESIS_RETURN_IF_ERROR(ForEachGpu([&](Gpu& g) -> absl::Status {
       GENESIS_RETURN_IF_ERROR(
           Cuda(cudaMemcpy(values.data(), g.data, bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy"));
       for (size_t i = 0; i < count_; ++i) {
-        if (values[i] != static_cast<float>(3 + 2 * (i % 7))) return false;
+        right = right && values[i] == static_cast<float>(3 + 2 * (i % 7));
       }
-    }
-    return true;
+      return absl::OkStatus();
+    }));
+    return right;
   }
-
-  size_t bytes() const { return bytes_; }
 
  private:
   static double Median(std::vector<double> v) {

@@ -567,6 +567,10 @@ absl::Status RunRank() {
     GENESIS_ASSIGN_OR_RETURN(distributed::nccl_backend::OneShotStats one_shot,
                              distributed::NcclOneShot(*group));
     std::printf("# one-shot collectives %s\n", one_shot.ToString().c_str());
+    // Which all_reduces move through the copy engines (GENESIS_NCCL_COPY_ENGINE_BYTES).
+    GENESIS_ASSIGN_OR_RETURN(distributed::nccl_backend::CopyEngineStats copy_engine,
+                             distributed::NcclCopyEngine(*group));
+    std::printf("# copy engines' all_reduce %s\n", copy_engine.ToString().c_str());
   }
   GENESIS_ASSIGN_OR_RETURN(uint64_t min_bytes, ParseByteSize(absl::GetFlag(FLAGS_min_bytes)));
   GENESIS_ASSIGN_OR_RETURN(uint64_t max_bytes, ParseByteSize(absl::GetFlag(FLAGS_max_bytes)));

@@ -192,6 +192,10 @@ absl::Status RunRank() {
                     ? "not tapered"
                     : FormatByteSize(tapered.last_bucket_bytes).c_str(),
                 tapered.taper);
+    // Which all_reduces move through the copy engines (GENESIS_NCCL_COPY_ENGINE_BYTES).
+    GENESIS_ASSIGN_OR_RETURN(distributed::nccl_backend::CopyEngineStats copy_engine,
+                             distributed::NcclCopyEngine(*group));
+    std::printf("# copy engines' all_reduce %s\n", copy_engine.ToString().c_str());
     std::printf("%-7s %-9s %10s %10s %10s %10s %9s %10s %10s %9s %8s %10s %10s %10s\n",
                 "layers", "gradients", "backward", "flat a_r", "after bw", "exposed", "of flat",
                 "reducer", "exposed", "of flat", "buckets", "host", "bw alone", "bw under");

@@ -65,6 +65,12 @@ struct GroupInfo {
   // up to 1 MiB) run genesis's one-shot kernel over a symmetric window instead of
   // NCCL's (nccl/nccl_communicator.h); 0: none.
   size_t nccl_one_shot_bytes = kDefaultNcclOneShotBytes;
+  // NCCL only: all_reduces (sums of float16, bfloat16, float32, float64) of at least
+  // this many bytes move their bytes through the GPUs' copy engines between the ranks'
+  // symmetric windows, and add them with a kernel of genesis's own
+  // (nccl/copy_engine_all_reduce.h), where the same conditions as the one-shot path's
+  // hold; 0: none.
+  size_t nccl_copy_engine_bytes = 0;
 
   // "gloo group 'world' (rank 1 of 4)".
   std::string Describe() const;

@@ -665,6 +665,17 @@ TEST(GlooGroupTest, EnvironmentErrorsNameTheVariable) {
                                                "' is not a number of bytes from 0 to 4194304")))
         << status;
   }
+  for (const char* value : {"big", "-1"}) {
+    auto bad_copy_engine = [&](std::string_view name) -> std::optional<std::string> {
+      if (name == "GENESIS_NCCL_COPY_ENGINE_BYTES") return std::string(value);
+      return std::nullopt;
+    };
+    status = ProcessGroupFromEnvironment(Backend::kNccl, env, bad_copy_engine).status();
+    EXPECT_TRUE(absl::StrContains(
+        status.message(),
+        absl::StrCat("GENESIS_NCCL_COPY_ENGINE_BYTES='", value, "' is not a number of bytes")))
+        << status;
+  }
 }
 
 // A one-shot size beyond the limit is refused before anything connects.

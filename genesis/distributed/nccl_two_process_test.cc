@@ -61,11 +61,13 @@ constexpr size_t kOneShotTestBytes = size_t{256} << 10;
 
 // Runs body(group) on `ranks` ranks of a fresh NCCL group (rank r on cuda:r) whose
 // timeout is Scaled(timeout); `blocking`: GroupOptions::nccl_blocking; `registration`:
-// GroupOptions::nccl_registration; `one_shot_bytes`: GroupOptions::nccl_one_shot_bytes.
+// GroupOptions::nccl_registration; `one_shot_bytes`: GroupOptions::nccl_one_shot_bytes;
+// `copy_engine_bytes`: GroupOptions::nccl_copy_engine_bytes.
 std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>& body,
                                  absl::Duration timeout = absl::Seconds(60), bool blocking = true,
                                  NcclRegistration registration = NcclRegistration::kAuto,
-                                 size_t one_shot_bytes = kDefaultNcclOneShotBytes, int ranks = 2) {
+                                 size_t one_shot_bytes = kDefaultNcclOneShotBytes, int ranks = 2,
+                                 size_t copy_engine_bytes = 0) {
   const std::string dir = testing::FreshDirectory("nccl-store");
   return testing::RunRanks(ranks, Scaled(absl::Seconds(180)), [&](int rank) -> std::string {
     if (cuda::DeviceCount() < ranks) {
@@ -79,6 +81,7 @@ std::vector<RankOutcome> RunNccl(const std::function<std::string(ProcessGroup&)>
     options.nccl_blocking = blocking;
     options.nccl_registration = registration;
     options.nccl_one_shot_bytes = one_shot_bytes;
+    options.nccl_copy_engine_bytes = copy_engine_bytes;
     auto group = CreateNcclGroup(rank, ranks, Device::Cuda(rank), **store, options);
     if (!group.ok()) return std::string(group.status().ToString());
     return body(**group);
@@ -459,50 +462,58 @@ TEST(NcclTwoProcessTest, BatchesMixingRegisteredAndPlainMessagesArrive) {
 // buckets) and views of one buffer (in place), marked while later "layers" still run,
 // over three steps, with a tapered tail; then the results as the gradients' stream
 // sees them.
-TEST(NcclTwoProcessTest, ReducerOverlapsAndSums) {
-  ExpectAllOk(RunNccl([](ProcessGroup& group) -> std::string {
-    const int r = group.rank();
-    const Device gpu = group.device();
-    GENESIS_ASSIGN_OR_TEXT(stream, cuda::Stream::Create(gpu.index()));
-    storage::StorageOptions on_stream;
-    on_stream.stream = stream.native();
-    std::vector<Storage> grads;
-    for (int k = 0; k < 30; ++k) {
-      GENESIS_ASSIGN_OR_TEXT(g, storage::Zeros({1 + (k * 4099) % 70000}, DType::kFloat32, gpu, on_stream));
-      grads.push_back(g);
+std::string ReducerOverlapsAndSums(ProcessGroup& group) {
+  const int r = group.rank();
+  const Device gpu = group.device();
+  GENESIS_ASSIGN_OR_TEXT(stream, cuda::Stream::Create(gpu.index()));
+  storage::StorageOptions on_stream;
+  on_stream.stream = stream.native();
+  std::vector<Storage> grads;
+  for (int k = 0; k < 30; ++k) {
+    GENESIS_ASSIGN_OR_TEXT(
+        g, storage::Zeros({1 + (k * 4099) % 70000}, DType::kFloat32, gpu, on_stream));
+    grads.push_back(g);
+  }
+  GENESIS_ASSIGN_OR_TEXT(flat, storage::Zeros({20 * 5000}, DType::kFloat32, gpu, on_stream));
+  for (int k = 0; k < 20; ++k) {
+    GENESIS_ASSIGN_OR_TEXT(v, flat.Slice(0, 5000 * k, 5000 * (k + 1)));
+    grads.push_back(v);
+  }
+  // A tail tapered from 8 KiB: the last two views get buckets of their own.
+  const BucketOptions options{.bucket_bytes = 64 << 10, .last_bucket_bytes = 8 << 10};
+  GENESIS_ASSIGN_OR_TEXT(reducer, Reducer::Create(group, grads, ReduceOp::kSum, options));
+  const size_t n = grads.size();
+  if (reducer->buckets().back().members != std::vector<size_t>{n - 1} ||
+      !reducer->buckets().back().in_place) {
+    return std::string("the last bucket is not the last view alone, in place");
+  }
+  for (int step = 0; step < 3; ++step) {
+    for (size_t k = 0; k < grads.size(); ++k) {
+      GENESIS_ASSIGN_OR_TEXT(values, Filled(
+                                         grads[k].numel(), DType::kFloat32,
+                                         [&](int64_t i) {
+                                           return step + r + static_cast<double>(k % 5) +
+                                                  static_cast<double>(i % 4);
+                                         },
+                                         gpu));
+      GENESIS_RETURN_IF_BAD(grads[k].CopyFrom(values));
+      GENESIS_RETURN_IF_BAD(reducer->MarkReady(k));
     }
-    GENESIS_ASSIGN_OR_TEXT(flat, storage::Zeros({20 * 5000}, DType::kFloat32, gpu, on_stream));
-    for (int k = 0; k < 20; ++k) {
-      GENESIS_ASSIGN_OR_TEXT(v, flat.Slice(0, 5000 * k, 5000 * (k + 1)));
-      grads.push_back(v);
+    GENESIS_ASSIGN_OR_TEXT(work, reducer->Finish());
+    GENESIS_RETURN_IF_BAD(work.Wait());
+    for (size_t k = 0; k < grads.size(); ++k) {
+      GENESIS_RETURN_IF_TEXT(Check(
+          grads[k],
+          [&](int64_t i) {
+            return 2.0 * (step + static_cast<double>(k % 5) + static_cast<double>(i % 4)) + 1;
+          },
+          absl::StrCat("step ", step, ", gradient ", k)));
     }
-    // A tail tapered from 8 KiB: the last two views get buckets of their own.
-    const BucketOptions options{.bucket_bytes = 64 << 10, .last_bucket_bytes = 8 << 10};
-    GENESIS_ASSIGN_OR_TEXT(reducer, Reducer::Create(group, grads, ReduceOp::kSum, options));
-    const size_t n = grads.size();
-    if (reducer->buckets().back().members != std::vector<size_t>{n - 1} ||
-        !reducer->buckets().back().in_place) {
-      return std::string("the last bucket is not the last view alone, in place");
-    }
-    for (int step = 0; step < 3; ++step) {
-      for (size_t k = 0; k < grads.size(); ++k) {
-        GENESIS_ASSIGN_OR_TEXT(values, Filled(grads[k].numel(), DType::kFloat32, [&](int64_t i) {
-          return step + r + static_cast<double>(k % 5) + static_cast<double>(i % 4);
-        }, gpu));
-        GENESIS_RETURN_IF_BAD(grads[k].CopyFrom(values));
-        GENESIS_RETURN_IF_BAD(reducer->MarkReady(k));
-      }
-      GENESIS_ASSIGN_OR_TEXT(work, reducer->Finish());
-      GENESIS_RETURN_IF_BAD(work.Wait());
-      for (size_t k = 0; k < grads.size(); ++k) {
-        GENESIS_RETURN_IF_TEXT(Check(grads[k], [&](int64_t i) {
-          return 2.0 * (step + static_cast<double>(k % 5) + static_cast<double>(i % 4)) + 1;
-        }, absl::StrCat("step ", step, ", gradient ", k)));
-      }
-    }
-    return std::string();
-  }));
+  }
+  return std::string();
 }
+
+TEST(NcclTwoProcessTest, ReducerOverlapsAndSums) { ExpectAllOk(RunNccl(ReducerOverlapsAndSums)); }
 
 // Symmetric memory: storages carved from one NCCL window at the same offsets on both
 // ranks, reduced and gathered with known results; a storage that does not fit; the
@@ -983,6 +994,142 @@ TEST(NcclTwoProcessTest, OneShotSendsAndReceives) {
   }));
 }
 
+// ---- The copy engines' all_reduce (nccl_communicator.h).
+
+// The copy engines' tests' nccl_copy_engine_bytes.
+constexpr size_t kCopyEngineTestBytes = size_t{1} << 20;
+
+// RunNccl with the copy engines' all_reduce from `copy_engine_bytes` on `ranks` ranks;
+// `one_shot_bytes` 0 lets it serve small all_reduces too.
+std::vector<RankOutcome> RunNcclCopyEngine(const std::function<std::string(ProcessGroup&)>& body,
+                                           size_t copy_engine_bytes, int ranks = 2,
+                                           size_t one_shot_bytes = kDefaultNcclOneShotBytes) {
+  return RunNccl(body, absl::Seconds(60), /*blocking=*/true, NcclRegistration::kAuto,
+                 one_shot_bytes, ranks, copy_engine_bytes);
+}
+
+// "" if the group's copy engines ran `expected` all_reduces so far; otherwise what.
+std::string CopyEngineOperationsAre(ProcessGroup& group, int64_t expected) {
+  absl::StatusOr<nccl_backend::CopyEngineStats> stats = NcclCopyEngine(group);
+  if (!stats.ok()) return std::string(stats.status().ToString());
+  if (stats->operations == expected) return std::string();
+  return absl::StrCat("copy engines ", stats->ToString(), ", expected ", expected, " all_reduces");
+}
+
+// Every floating dtype at the threshold, across pieces and in a view off one element
+// (the additions' unaligned path); five in flight at once; what it does not serve runs
+// NCCL's (integers, max, smaller all_reduces); every result known.
+std::string CopyEngineAllReduces(ProcessGroup& group) {
+  const int r = group.rank();
+  const int n = group.size();
+  const Device gpu = group.device();
+  GENESIS_ASSIGN_OR_TEXT(stats, NcclCopyEngine(group));
+  if (!stats.enabled) return absl::StrCat("the copy engines' all_reduce is ", stats.ToString());
+  int64_t expected = 0;
+  auto view = [&](int64_t count, int64_t offset, DType dtype,
+                  ReduceOp op) -> absl::StatusOr<Storage> {
+    GENESIS_ASSIGN_OR_RETURN(Storage whole,
+                             Filled(
+                                 count + offset, dtype,
+                                 [&](int64_t i) { return Contribution(op, r, i - offset); }, gpu));
+    return whole.Slice(0, offset, offset + count);
+  };
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    const auto per_mib = static_cast<int64_t>((size_t{1} << 20) / ItemSize(dtype));
+    for (int64_t count : {per_mib, 16 * per_mib + 1, 40 * per_mib + 3}) {
+      for (int64_t offset : {0, 1}) {
+        GENESIS_ASSIGN_OR_TEXT(s, view(count, offset, dtype, ReduceOp::kSum));
+        GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(s, ReduceOp::kSum));
+        GENESIS_RETURN_IF_BAD(w.Wait());
+        ++expected;
+        GENESIS_RETURN_IF_TEXT(Check(
+            s, [&](int64_t i) { return Expected(ReduceOp::kSum, dtype, n, i); },
+            absl::StrCat("copy engines' all_reduce of ", count, " ", ToAbsl(DTypeName(dtype)),
+                         " at element ", offset)));
+      }
+    }
+  }
+  GENESIS_RETURN_IF_TEXT(CopyEngineOperationsAre(group, expected));
+  std::vector<Storage> in_flight;
+  std::vector<Work> works;
+  for (int k = 0; k < 5; ++k) {
+    GENESIS_ASSIGN_OR_TEXT(s, view((3 << 18) + k * 1001, 0, DType::kFloat32, ReduceOp::kSum));
+    GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(s, ReduceOp::kSum));
+    in_flight.push_back(s);
+    works.push_back(std::move(w));
+  }
+  for (Work& w : works) GENESIS_RETURN_IF_BAD(w.Wait());
+  for (const Storage& s : in_flight) {
+    GENESIS_RETURN_IF_TEXT(Check(
+        s, [&](int64_t i) { return Expected(ReduceOp::kSum, DType::kFloat32, n, i); },
+        "copy engines' all_reduces in flight"));
+  }
+  expected += 5;
+  GENESIS_RETURN_IF_TEXT(CopyEngineOperationsAre(group, expected));
+  // Integers, max and all_reduces below the threshold run elsewhere, and right.
+  struct Other {
+    DType dtype;
+    ReduceOp op;
+    int64_t count;
+  };
+  for (const Other& o : {Other{DType::kInt32, ReduceOp::kSum, 1 << 19},
+                         Other{DType::kFloat32, ReduceOp::kMax, 1 << 19},
+                         Other{DType::kFloat32, ReduceOp::kSum, (1 << 18) - 1}}) {
+    GENESIS_ASSIGN_OR_TEXT(s, view(o.count, 0, o.dtype, o.op));
+    GENESIS_ASSIGN_OR_TEXT(w, group.AllReduce(s, o.op));
+    GENESIS_RETURN_IF_BAD(w.Wait());
+    GENESIS_RETURN_IF_TEXT(Check(
+        s, [&](int64_t i) { return Expected(o.op, o.dtype, n, i); },
+        absl::StrCat(ToAbsl(ReduceOpName(o.op)), " of ", o.count, " ",
+                     ToAbsl(DTypeName(o.dtype)))));
+  }
+  return CopyEngineOperationsAre(group, expected);
+}
+
+TEST(NcclTwoProcessTest, CopyEngineAllReduces) {
+  ExpectAllOk(RunNcclCopyEngine(CopyEngineAllReduces, kCopyEngineTestBytes));
+}
+
+TEST(NcclTwoProcessTest, CopyEngineAllReducesOnFourRanks) {
+  ExpectAllOk(RunNcclCopyEngine(CopyEngineAllReduces, kCopyEngineTestBytes, /*ranks=*/4));
+}
+
+// The Reducer and packed buckets across streams with every float32 all_reduce on the
+// copy engines (the one-shot path off).
+TEST(NcclTwoProcessTest, CopyEngineAllReducesUnderTheReducerAndBuckets) {
+  ExpectAllOk(RunNcclCopyEngine(
+      [](ProcessGroup& group) -> std::string {
+        GENESIS_RETURN_IF_TEXT(ReducerOverlapsAndSums(group));
+        GENESIS_RETURN_IF_TEXT(BucketedRunsAcrossStreams(group));
+        GENESIS_ASSIGN_OR_TEXT(stats, NcclCopyEngine(group));
+        if (stats.operations < 10) return absl::StrCat("copy engines ", stats.ToString());
+        return std::string();
+      },
+      /*copy_engine_bytes=*/1, /*ranks=*/2, /*one_shot_bytes=*/0));
+}
+
+// Ranks that chose different nccl_copy_engine_bytes: both fail to make the group.
+TEST(NcclTwoProcessTest, RanksWithDifferentCopyEngineSizesAreRefused) {
+  const std::string dir = testing::FreshDirectory("nccl-copy-engine");
+  ExpectAllOk(testing::RunRanks(2, Scaled(absl::Seconds(180)), [&](int rank) -> std::string {
+    if (cuda::DeviceCount() < 2) {
+      return absl::StrCat(kSkip, "needs 2 CUDA devices, ", cuda::DeviceCount(), " visible");
+    }
+    auto store = Store::File(dir);
+    if (!store.ok()) return std::string(store.status().ToString());
+    GroupOptions options;
+    options.timeout = Scaled(absl::Seconds(60));
+    options.nccl_copy_engine_bytes = rank == 0 ? kCopyEngineTestBytes : kCopyEngineTestBytes + 4;
+    auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
+    if (group.ok()) return std::string("made a group whose ranks disagree");
+    if (group.status().code() != absl::StatusCode::kInvalidArgument ||
+        !absl::StrContains(group.status().message(), "different nccl_copy_engine_bytes")) {
+      return std::string(group.status().ToString());
+    }
+    return std::string();
+  }));
+}
+
 // Ranks that chose different nccl_one_shot_bytes: both fail to make the group, saying
 // so, instead of waiting for each other.
 TEST(NcclTwoProcessTest, RanksWithDifferentOneShotSizesAreRefused) {
@@ -1009,7 +1156,8 @@ TEST(NcclTwoProcessTest, RanksWithDifferentOneShotSizesAreRefused) {
 
 // Rank 1 exits after one all_reduce; rank 0's next all_reduce must fail within the
 // timeout, naming the operation and the group, and leave the group unusable.
-void ExpectDeadPeerBecomesAnError(bool blocking, int64_t count = int64_t{1} << 20) {
+void ExpectDeadPeerBecomesAnError(bool blocking, int64_t count = int64_t{1} << 20,
+                                  size_t copy_engine_bytes = 0) {
   const absl::Duration timeout = absl::Seconds(10);
   ExpectAllOk(RunNccl(
       [&](ProcessGroup& group) -> std::string {
@@ -1033,7 +1181,8 @@ void ExpectDeadPeerBecomesAnError(bool blocking, int64_t count = int64_t{1} << 2
         }
         return std::string();
       },
-      timeout, blocking));
+      timeout, blocking, NcclRegistration::kAuto, kDefaultNcclOneShotBytes, /*ranks=*/2,
+      copy_engine_bytes));
 }
 
 TEST(NcclTwoProcessTest, DeadPeerBecomesAnErrorWithinTheTimeout) {
@@ -1048,6 +1197,12 @@ TEST(NcclTwoProcessTest, DeadPeerBecomesAnErrorWithNonBlockingOperations) {
 // the group fails.
 TEST(NcclTwoProcessTest, DeadPeerInAOneShotAllReduceBecomesAnError) {
   ExpectDeadPeerBecomesAnError(/*blocking=*/true, /*count=*/1000);
+}
+
+// The same in the copy engines' all_reduce: its waits for the dead peer's flags pass
+// when the group fails, and the group goes without waiting for the peer.
+TEST(NcclTwoProcessTest, DeadPeerInACopyEngineAllReduceBecomesAnError) {
+  ExpectDeadPeerBecomesAnError(/*blocking=*/true, /*count=*/int64_t{5} << 20, kCopyEngineTestBytes);
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ GroupInfo Info(const std::string& backend, int rank, int size, Device device,
   info.nccl_registration = options.nccl_registration;
   info.nccl_interop = options.nccl_interop;
   info.nccl_one_shot_bytes = options.nccl_one_shot_bytes;
+  info.nccl_copy_engine_bytes = options.nccl_copy_engine_bytes;
   return info;
 }
 
@@ -64,7 +65,8 @@ absl::StatusOr<std::optional<bool>> EnvSwitch(const EnvLookup& lookup, const cha
 }
 
 // The environment's GENESIS_DISTRIBUTED_TIMEOUT, GENESIS_NCCL_BLOCKING,
-// GENESIS_NCCL_REGISTER and GENESIS_NCCL_ONE_SHOT_BYTES applied to `options`.
+// GENESIS_NCCL_REGISTER, GENESIS_NCCL_ONE_SHOT_BYTES and GENESIS_NCCL_COPY_ENGINE_BYTES
+// applied to `options`.
 absl::StatusOr<GroupOptions> WithEnvironment(GroupOptions options, const EnvLookup& lookup) {
   if (std::optional<std::string> value = lookup("GENESIS_DISTRIBUTED_TIMEOUT")) {
     double seconds = 0;
@@ -97,6 +99,15 @@ absl::StatusOr<GroupOptions> WithEnvironment(GroupOptions options, const EnvLook
                        nccl_backend::kOneShotMaxBytes));
     }
     options.nccl_one_shot_bytes = bytes;
+  }
+  if (std::optional<std::string> value = lookup("GENESIS_NCCL_COPY_ENGINE_BYTES")) {
+    uint64_t bytes = 0;
+    if (!absl::SimpleAtoi(*value, &bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("environment variable GENESIS_NCCL_COPY_ENGINE_BYTES='", *value,
+                       "' is not a number of bytes"));
+    }
+    options.nccl_copy_engine_bytes = bytes;
   }
   return options;
 }
@@ -276,6 +287,15 @@ absl::StatusOr<nccl_backend::OneShotStats> NcclOneShot(ProcessGroup& group) {
         absl::StrCat("one-shot collectives are NCCL's: ", info.Describe(), " is not NCCL"));
   }
   return nccl_backend::OneShot(group.communicator());
+}
+
+absl::StatusOr<nccl_backend::CopyEngineStats> NcclCopyEngine(ProcessGroup& group) {
+  const GroupInfo& info = group.communicator().info();
+  if (info.backend != "nccl") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the copy engines' all_reduce is NCCL's: ", info.Describe(), " is not NCCL"));
+  }
+  return nccl_backend::CopyEngine(group.communicator());
 }
 
 absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroupFromEnvironment(

@@ -22,7 +22,8 @@
 //    with the same key left, and the last to destroy its world group removes it.
 // GENESIS_DISTRIBUTED_TIMEOUT (seconds) overrides GroupOptions::timeout,
 // GENESIS_NCCL_BLOCKING=0|1 nccl_blocking, GENESIS_NCCL_REGISTER=0|1|auto
-// nccl_registration and GENESIS_NCCL_ONE_SHOT_BYTES nccl_one_shot_bytes. A group that
+// nccl_registration, GENESIS_NCCL_ONE_SHOT_BYTES nccl_one_shot_bytes and
+// GENESIS_NCCL_COPY_ENGINE_BYTES nccl_copy_engine_bytes. A group that
 // cannot form fails on every rank within the timeout, naming what it waited for (the
 // ranks missing from the store, or the NCCL bootstrap root's address).
 //
@@ -41,6 +42,7 @@
 #include "absl/types/span.h"
 #include "genesis/core/device.h"
 #include "genesis/distributed/launch_env.h"
+#include "genesis/distributed/nccl/copy_engine_plan.h"
 #include "genesis/distributed/nccl/one_shot_plan.h"
 #include "genesis/distributed/nccl/registration_cache.h"
 #include "genesis/distributed/process_group.h"
@@ -87,6 +89,11 @@ struct GroupOptions {
   // must choose the same (ranks that differ are refused when the group is made).
   // GENESIS_NCCL_ONE_SHOT_BYTES=<bytes> sets it from the environment.
   size_t nccl_one_shot_bytes = kDefaultNcclOneShotBytes;
+  // NCCL: all_reduces (sums of floating types) of at least this many bytes run through
+  // the GPUs' copy engines instead of NCCL's kernels (communicator.h), under the
+  // one-shot path's conditions; 0 (the default): none. Every rank must choose the same.
+  // GENESIS_NCCL_COPY_ENGINE_BYTES=<bytes> sets it from the environment.
+  size_t nccl_copy_engine_bytes = 0;
   // Gloo: the address this rank listens on. Empty: 127.0.0.1 when every rank is on
   // one host (or for explicit groups), else this host's name.
   std::string gloo_hostname;
@@ -120,6 +127,12 @@ absl::StatusOr<nccl_backend::RegistrationStats> NcclBufferRegistration(ProcessGr
 // how many operations they ran, or why they are off (nccl/one_shot_plan.h's OneShotStats).
 // InvalidArgument for a Gloo group; FailedPrecondition in a build without NCCL.
 absl::StatusOr<nccl_backend::OneShotStats> NcclOneShot(ProcessGroup& group);
+
+// What an NCCL group's copy engines' all_reduce does: whether it is on, from which size,
+// how many all_reduces it ran, or why it is off (nccl/copy_engine_plan.h's
+// CopyEngineStats). InvalidArgument for a Gloo group; FailedPrecondition in a build
+// without NCCL.
+absl::StatusOr<nccl_backend::CopyEngineStats> NcclCopyEngine(ProcessGroup& group);
 
 // The world group of a job started by torchrun, mpirun or Slurm (launch_env.h), for
 // `backend`.

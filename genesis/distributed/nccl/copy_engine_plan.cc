@@ -31,6 +31,12 @@ CopyEngineChunk CopyEngineLayout::ChunkOf(size_t bytes, size_t k, int rank) cons
   return {start + from, to - from};
 }
 
+std::string CopyEngineStats::ToString() const {
+  if (!enabled) return absl::StrCat("off: ", unavailable);
+  return absl::StrCat("on from ", min_bytes, " bytes (pieces of ", piece, "): ", operations,
+                      " all_reduces");
+}
+
 bool CopyEngineReduces(DType dtype, ReduceOp op) {
   if (op != ReduceOp::kSum) return false;
   switch (dtype) {

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "genesis/core/dtype.h"
@@ -31,6 +32,10 @@
 namespace genesis::distributed::nccl_backend {
 
 inline constexpr int kCopyEngineMaxRanks = 8;
+
+// A group's pieces: 16 MiB (of 4, 16 and 25 MiB on two H200s, 16 and 25 MiB moved 100 MiB
+// fastest; docs/distributed.md, "Copy engines").
+inline constexpr size_t kCopyEnginePiece = size_t{16} << 20;
 
 // Chunks start at multiples of this many bytes of the buffer (and of a slot).
 inline constexpr size_t kCopyEngineAlignment = 256;
@@ -85,6 +90,18 @@ class CopyEngineLayout {
 
   int ranks_;
   size_t piece_;
+};
+
+// What a group's copy engines' all_reduce does (nccl_communicator.h's CopyEngine).
+struct CopyEngineStats {
+  bool enabled = false;
+  size_t min_bytes = 0;     // GroupInfo::nccl_copy_engine_bytes.
+  size_t piece = 0;         // CopyEngineLayout::piece.
+  int64_t operations = 0;   // All_reduces it ran so far.
+  std::string unavailable;  // Why it is not enabled.
+
+  // "on from 16777216 bytes (pieces of 16777216): 3 all_reduces", or "off: <why>".
+  std::string ToString() const;
 };
 
 // Whether the copy engines' all_reduce sums `dtype` with `op`: kSum of float16,

@@ -93,6 +93,17 @@ TEST(CopyEngineLayoutTest, AFullPieceGivesEveryRankAnEqualChunk) {
   EXPECT_EQ(layout->ChunkOf(size_t{40} << 20, 2, 3).bytes, size_t{2} << 20);
 }
 
+TEST(CopyEngineStatsTest, SaysWhatItDoesOrWhyNot) {
+  CopyEngineStats stats;
+  stats.unavailable = "nccl_copy_engine_bytes is 0";
+  EXPECT_EQ(stats.ToString(), "off: nccl_copy_engine_bytes is 0");
+  stats.enabled = true;
+  stats.min_bytes = 1 << 20;
+  stats.piece = 16 << 20;
+  stats.operations = 3;
+  EXPECT_EQ(stats.ToString(), "on from 1048576 bytes (pieces of 16777216): 3 all_reduces");
+}
+
 TEST(CopyEngineReducesTest, SumsOfFloatingTypesOnly) {
   for (DType dtype : kAllDTypes) {
     const bool floating = dtype == DType::kFloat16 || dtype == DType::kBFloat16 ||

@@ -31,6 +31,8 @@
 #include "genesis/distributed/internal/group_health.h"
 #include "genesis/distributed/internal/watchdog.h"
 #include "genesis/distributed/internal/work_state.h"
+#include "genesis/distributed/nccl/copy_engine_all_reduce.h"
+#include "genesis/distributed/nccl/copy_engine_plan.h"
 #include "genesis/distributed/nccl/one_shot_kernel.h"
 #include "genesis/distributed/nccl/one_shot_plan.h"
 #include "genesis/distributed/nccl/registration_cache.h"
@@ -460,6 +462,8 @@ struct Comm {
       // the device.
       if (one_shot.abort != nullptr) *one_shot.abort = 1;
       std::lock_guard<std::mutex> lock(mu);
+      // So do the copy engines' waits for a dead peer's flags.
+      if (copy_engine.all_reduce != nullptr) (void)copy_engine.all_reduce->Release();
       if (reg_comm != nullptr && reg_comm != comm) ncclCommAbort(reg_comm);
       if (comm != nullptr && comm != control) ncclCommAbort(comm);
       if (control != nullptr) ncclCommAbort(control);
@@ -574,6 +578,35 @@ struct Comm {
     }
   };
   OneShotState one_shot;
+
+  // The copy engines' all_reduce (nccl_communicator.h), set up once before the first
+  // operation (NcclCommunicator::SetUpCopyEngine); `all_reduce` is used under `mu` and
+  // goes before the window it works in (the NcclCommunicator's).
+  struct CopyEngineState {
+    bool enabled = false;
+    std::string unavailable;  // Why not, when not enabled.
+    size_t min_bytes = 0;
+    std::optional<CopyEngineLayout> layout;
+    std::unique_ptr<CopyEngineAllReduce> all_reduce;
+    std::atomic<int64_t> operations{0};
+
+    // Whether an all_reduce of `bytes` of `dtype` with `op` takes it, not captured: the
+    // same answer on every rank.
+    bool Serves(size_t bytes, DType dtype, ReduceOp op) const {
+      return enabled && bytes >= min_bytes && CopyEngineReduces(dtype, op);
+    }
+  };
+  CopyEngineState copy_engine;
+
+  // Queues the copy engines' all_reduce of `b` with `op` on its stream (not captured),
+  // after the last one-shot operation if that was on another stream. Needs `mu`.
+  absl::Status AllReduceByCopyEnginesLocked(const Buffer& b, ReduceOp op) {
+    GENESIS_RETURN_IF_ERROR(OrderOneShotLocked(b.stream, /*captured=*/false));
+    GENESIS_RETURN_IF_ERROR(
+        copy_engine.all_reduce->AllReduce(b.data, b.bytes(), b.dtype, op, b.stream));
+    copy_engine.operations.fetch_add(1, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
 
   // Queues the one-shot operation `args` (kind, buffers, piece, dtype, reduction,
   // root) on `stream` (`captured`: whether it is being captured), after the last one if
@@ -749,6 +782,14 @@ class NcclCommunicator final : public Communicator {
       (void)cudaDeviceSynchronize();
     }
     comm_->one_shot.enabled = false;
+    std::unique_ptr<CopyEngineAllReduce> copy_engine;
+    {
+      std::lock_guard<std::mutex> lock(comm_->mu);
+      comm_->copy_engine.enabled = false;
+      copy_engine = std::move(comm_->copy_engine.all_reduce);
+    }
+    // Waits for its last all_reduces, before its window goes.
+    copy_engine.reset();
     if (barrier_buffer_ != nullptr) cudaFree(barrier_buffer_);
     if (agree_buffer_ != nullptr) cudaFree(agree_buffer_);
   }
@@ -765,6 +806,12 @@ class NcclCommunicator final : public Communicator {
     if (comm_->one_shot.Serves(OneShotKind::kAllReduce, b.bytes(), b.dtype, op)) {
       return IssueOneShot(OpSummary("all_reduce", b, op), OneShotKind::kAllReduce, b, b, b.bytes(),
                           op);
+    }
+    if (comm_->copy_engine.Serves(b.bytes(), b.dtype, op) && !cuda::IsCapturing(b.stream)) {
+      Operand x[] = {{b, true, true, false}};
+      return Issue(OpSummary("all_reduce", b, op), b.stream, x, [&](ncclComm_t, bool, const auto&) {
+        return comm_->AllReduceByCopyEnginesLocked(b, op);
+      });
     }
     GENESIS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(b.dtype));
     const bool reg = comm_->RunsRegistered(NcclOperation::kAllReduce, b.bytes());
@@ -1070,6 +1117,7 @@ class NcclCommunicator final : public Communicator {
   static absl::StatusOr<std::unique_ptr<Communicator>> WithOneShot(
       std::unique_ptr<NcclCommunicator> c) {
     absl::Status set_up = c->SetUpOneShot();
+    if (set_up.ok()) set_up = c->SetUpCopyEngine();
     if (!set_up.ok()) {
       absl::Status error(set_up.code(), absl::StrCat("cannot create ", c->info().Describe(), ": ",
                                                      set_up.message()));
@@ -1086,17 +1134,8 @@ class NcclCommunicator final : public Communicator {
   absl::Status SetUpOneShot() {
     Comm::OneShotState& o = comm_->one_shot;
     const GroupInfo& info = comm_->info;
-    if (info.nccl_interop) {
-      o.unavailable = "an interop group (the other client's ranks run NCCL's collectives)";
-      return absl::OkStatus();
-    }
-    if (comm_->comm == comm_->control) {
-      // Seen with NCCL 2.28.3 on two H200s: after a window was registered with the
-      // non-blocking communicator, NCCL's own all_reduce of 4 MiB on it failed ("named
-      // symbol not found").
-      o.unavailable = "operations run on the non-blocking communicator (nccl_blocking off)";
-      return absl::OkStatus();
-    }
+    o.unavailable = WindowsUnusable();
+    if (!o.unavailable.empty()) return absl::OkStatus();
     if (info.size < 2 || info.size > kOneShotMaxRanks) {
       o.unavailable = absl::StrCat(info.size, " ranks (it serves 2 to ", kOneShotMaxRanks, ")");
       return absl::OkStatus();
@@ -1110,14 +1149,10 @@ class NcclCommunicator final : public Communicator {
           "the ranks chose different nccl_one_shot_bytes, from ", min[0], " to ", -min[1],
           " (this rank: ", info.nccl_one_shot_bytes, "); every rank must choose the same"));
     }
-    int version = 0;
     if (info.nccl_one_shot_bytes == 0) {
       o.unavailable = "nccl_one_shot_bytes is 0";
-    } else if (ncclGetVersion(&version) != ncclSuccess ||
-               version / 100 != NCCL_VERSION_CODE / 100) {
-      o.unavailable =
-          absl::StrCat("this process runs NCCL ", NcclVersion().value_or("?"),
-                       ", where the kernel reads NCCL ", NCCL_MAJOR, ".", NCCL_MINOR, "'s windows");
+    } else {
+      o.unavailable = OtherNcclThanBuiltFor();
     }
     if (!o.unavailable.empty()) return absl::OkStatus();
     // Alike on every rank so far; from here the ranks agree before they use it.
@@ -1145,6 +1180,96 @@ class NcclCommunicator final : public Communicator {
     o.enabled = true;
     one_shot_memory_ = *std::move(memory);
     return absl::OkStatus();
+  }
+
+  // Why neither the one-shot paths nor the copy engines can use a symmetric window of
+  // this group ("" where they can, as far as the group's options tell): the same on
+  // every rank.
+  std::string WindowsUnusable() const {
+    if (comm_->info.nccl_interop) {
+      return "an interop group (the other client's ranks run NCCL's collectives)";
+    }
+    if (comm_->comm == comm_->control) {
+      // Seen with NCCL 2.28.3 on two H200s: after a window was registered with the
+      // non-blocking communicator, NCCL's own all_reduce of 4 MiB on it failed ("named
+      // symbol not found").
+      return "operations run on the non-blocking communicator (nccl_blocking off)";
+    }
+    return "";
+  }
+
+  // Why this process's NCCL is not the one whose windows genesis was built to read (""
+  // where it is).
+  static std::string OtherNcclThanBuiltFor() {
+    int version = 0;
+    if (ncclGetVersion(&version) == ncclSuccess && version / 100 == NCCL_VERSION_CODE / 100) {
+      return "";
+    }
+    return absl::StrCat("this process runs NCCL ", NcclVersion().value_or("?"),
+                        ", where genesis reads NCCL ", NCCL_MAJOR, ".", NCCL_MINOR, "'s windows");
+  }
+
+  // Sets up the copy engines' all_reduce (nccl_communicator.h) where the group's
+  // options ask for it: every rank, once, after the one-shot paths. Where it cannot
+  // serve, says why (CopyEngine()) and leaves every all_reduce to the other paths;
+  // errors when the ranks chose different sizes, or the group failed meanwhile.
+  absl::Status SetUpCopyEngine() {
+    Comm::CopyEngineState& e = comm_->copy_engine;
+    const GroupInfo& info = comm_->info;
+    e.unavailable = WindowsUnusable();
+    if (!e.unavailable.empty()) return absl::OkStatus();
+    if (info.size < 2 || info.size > kCopyEngineMaxRanks) {
+      e.unavailable = absl::StrCat(info.size, " ranks (it serves 2 to ", kCopyEngineMaxRanks, ")");
+      return absl::OkStatus();
+    }
+    // As for the one-shot size: ranks that chose differently would wait for each other.
+    // In MiB, exact as a float up to 16 TiB; the bytes below a MiB compare as a second value.
+    const size_t chosen = info.nccl_copy_engine_bytes;
+    const float mib = static_cast<float>(chosen >> 20), rest = static_cast<float>(chosen & 0xfffff);
+    GENESIS_ASSIGN_OR_RETURN(auto least, MinAcrossRanks({mib, rest}));
+    GENESIS_ASSIGN_OR_RETURN(auto most, MinAcrossRanks({-mib, -rest}));
+    if (least[0] != -most[0] || least[1] != -most[1]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the ranks chose different nccl_copy_engine_bytes (this rank: ", chosen,
+                       "); every rank must choose the same"));
+    }
+    e.unavailable = chosen == 0 ? "nccl_copy_engine_bytes is 0" : OtherNcclThanBuiltFor();
+    if (!e.unavailable.empty()) return absl::OkStatus();
+    GENESIS_ASSIGN_OR_RETURN(CopyEngineLayout layout,
+                             CopyEngineLayout::Create(info.size, kCopyEnginePiece));
+    absl::StatusOr<std::shared_ptr<SymmetricMemory>> memory = AllocateSymmetric(layout.bytes());
+    if (!memory.ok()) {
+      GENESIS_RETURN_IF_ERROR(comm_->health.Check());
+      e.unavailable = std::string(memory.status().message());
+      return absl::OkStatus();
+    }
+    absl::StatusOr<std::unique_ptr<CopyEngineAllReduce>> all_reduce =
+        CopyEnginesOver(*static_cast<NcclSymmetricMemory*>(memory->get()), layout);
+    // Every rank zeroed its flags before any rank's first copy: the agreement orders them.
+    GENESIS_ASSIGN_OR_RETURN(bool all, AllRanksAgree(all_reduce.ok()));
+    if (!all) {
+      e.unavailable = all_reduce.ok() ? "another rank could not set it up"
+                                      : std::string(all_reduce.status().message());
+      return absl::OkStatus();
+    }
+    std::lock_guard<std::mutex> lock(comm_->mu);
+    e.layout = layout;
+    e.min_bytes = chosen;
+    e.all_reduce = *std::move(all_reduce);
+    e.enabled = true;
+    copy_engine_memory_ = *std::move(memory);
+    return absl::OkStatus();
+  }
+
+  CopyEngineStats copy_engine_stats() const {
+    const Comm::CopyEngineState& e = comm_->copy_engine;
+    CopyEngineStats stats;
+    stats.enabled = e.enabled;
+    stats.min_bytes = e.min_bytes;
+    stats.piece = e.layout.has_value() ? e.layout->piece() : 0;
+    stats.operations = e.operations.load(std::memory_order_relaxed);
+    stats.unavailable = e.unavailable;
+    return stats;
   }
 
   OneShotStats one_shot_stats() const {
@@ -1208,6 +1333,24 @@ class NcclCommunicator final : public Communicator {
       *o.abort = 0;
     }
     return absl::OkStatus();
+  }
+
+  // This rank's copy engines' all_reduce over the window `memory`, which NCCL must map
+  // with the ranks in group order (its lsa rank is its rank).
+  absl::StatusOr<std::unique_ptr<CopyEngineAllReduce>> CopyEnginesOver(
+      const NcclSymmetricMemory& memory, const CopyEngineLayout& layout) {
+    GENESIS_ASSIGN_OR_RETURN(WindowRanks ranks, ReadWindowRanks(memory.window));
+    if (ranks.world != comm_->info.rank || ranks.lsa != comm_->info.rank ||
+        ranks.Peer(ranks.lsa) != memory.data) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("NCCL's window puts rank ", comm_->info.rank, " at ", ranks.world,
+                       " of the communicator and ", ranks.lsa, " of the ranks it reaches"));
+    }
+    CopyEngineWindows windows;
+    windows.layout = &layout;
+    windows.rank = comm_->info.rank;
+    for (int q = 0; q < comm_->info.size; ++q) windows.windows[q] = ranks.Peer(q);
+    return CopyEngineAllReduce::Create(windows);
   }
 
   // Whether `mine` holds on every rank (MinAcrossRanks).
@@ -1387,6 +1530,7 @@ class NcclCommunicator final : public Communicator {
   void* agree_buffer_ = nullptr;  // MinAcrossRanks's two floats.
   // The one-shot collectives' window, when they are enabled.
   std::shared_ptr<SymmetricMemory> one_shot_memory_;
+  std::shared_ptr<SymmetricMemory> copy_engine_memory_;  // The copy engines' window.
 };
 
 }  // namespace
@@ -1453,6 +1597,15 @@ absl::StatusOr<OneShotStats> OneShot(const Communicator& communicator) {
         "the one-shot collectives are NCCL's: ", communicator.info().Describe(), " is not NCCL"));
   }
   return nccl->one_shot_stats();
+}
+
+absl::StatusOr<CopyEngineStats> CopyEngine(const Communicator& communicator) {
+  const auto* nccl = dynamic_cast<const NcclCommunicator*>(&communicator);
+  if (nccl == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("the copy engines' all_reduce is NCCL's: ",
+                                                   communicator.info().Describe(), " is not NCCL"));
+  }
+  return nccl->copy_engine_stats();
 }
 
 std::string NcclLibrary() {

@@ -80,6 +80,19 @@
 // peer that never arrives turns into the group's timeout, and the group's failure tells the kernel
 // to stop waiting (a flag in mapped host memory that it reads while it waits).
 //
+// The copy engines' all_reduce (GroupInfo::nccl_copy_engine_bytes, off by default;
+// copy_engine_all_reduce.h): an all_reduce summing float16, bfloat16, float32 or float64
+// of at least that many bytes, not captured, moves its bytes with cudaMemcpyAsync
+// between the ranks' copies of a symmetric window of the group (pieces of 16 MiB, two
+// slots per rank) and adds them with a kernel of genesis's own, so NCCL's kernels hold
+// no SMs while it runs; flags in the window, set and awaited by stream memory
+// operations, order the ranks. Every rank gets the same bits (each chunk is summed by one
+// rank, in rank order). It needs what the one-shot path needs (one node, NCCL 2.28's
+// symmetric memory, 2 to 8 ranks, the blocking communicator, no interop); where any is
+// missing every rank finds the same and NCCL runs every all_reduce; CopyEngine() says
+// why. A captured all_reduce runs NCCL's. The group's failure lets its waits pass, so a
+// dead peer turns into the group's timeout as with NCCL's operations.
+//
 // In a build without CUDA or NCCL every function fails with FailedPrecondition.
 #ifndef GENESIS_DISTRIBUTED_NCCL_NCCL_COMMUNICATOR_H_
 #define GENESIS_DISTRIBUTED_NCCL_NCCL_COMMUNICATOR_H_
@@ -91,6 +104,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "genesis/distributed/communicator.h"
+#include "genesis/distributed/nccl/copy_engine_plan.h"
 #include "genesis/distributed/nccl/one_shot_plan.h"
 #include "genesis/distributed/nccl/registration_cache.h"
 
@@ -128,6 +142,10 @@ absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator& communi
 // The one-shot collectives of an NCCL communicator: on or off and why, their operations.
 // InvalidArgument for a communicator of another backend.
 absl::StatusOr<OneShotStats> OneShot(const Communicator& communicator);
+
+// The copy engines' all_reduce of an NCCL communicator: on or off and why, from which
+// size, its all_reduces. InvalidArgument for a communicator of another backend.
+absl::StatusOr<CopyEngineStats> CopyEngine(const Communicator& communicator);
 
 }  // namespace genesis::distributed::nccl_backend
 

@@ -30,4 +30,6 @@ absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator&) {
 
 absl::StatusOr<OneShotStats> OneShot(const Communicator&) { return Unavailable(); }
 
+absl::StatusOr<CopyEngineStats> CopyEngine(const Communicator&) { return Unavailable(); }
+
 }  // namespace genesis::distributed::nccl_backend

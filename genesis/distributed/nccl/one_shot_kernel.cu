@@ -847,7 +847,7 @@ absl::StatusOr<WindowRanks> ReadWindowRanks(void* window) {
   if (copied != cudaSuccess) {
     return absl::InternalError(absl::StrCat("reading NCCL's window: ", cudaGetErrorName(copied)));
   }
-  return WindowRanks{copy.lsaRank, copy.worldRank};
+  return WindowRanks{copy.lsaRank, copy.worldRank, copy.lsaFlatBase, copy.stride4G};
 }
 
 }  // namespace genesis::distributed::nccl_backend

@@ -4,6 +4,7 @@
 #define GENESIS_DISTRIBUTED_NCCL_ONE_SHOT_KERNEL_H_
 
 #include <cstddef>
+#include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -77,12 +78,19 @@ absl::Status LaunchOneShotPeers(const OneShotPeerArgs& args, CUstream_st* stream
 
 // What NCCL's symmetric window `window` (an ncclWindow_t) records of this process: its
 // rank among the ranks its kernels reach through the window (lsa) and in the
-// communicator (world). Read from the device once, when the window is made.
+// communicator (world), and where each lsa rank's bytes of it lie in this process
+// (Peer: NCCL's ncclGetLsaPointer). Read from the device once, when the window is made.
 // FailedPrecondition when `window` is no device window of NCCL 2.28 (a communicator
 // without symmetric memory support hands out its local registration instead).
 struct WindowRanks {
   int lsa = -1;
   int world = -1;
+  char* lsa_base = nullptr;  // Lsa rank 0's bytes.
+  uint32_t stride4g = 0;     // From one lsa rank's bytes to the next, in units of 4 GiB.
+
+  char* Peer(int lsa_rank) const {
+    return lsa_base + static_cast<size_t>(lsa_rank) * (static_cast<size_t>(stride4g) << 32);
+  }
 };
 absl::StatusOr<WindowRanks> ReadWindowRanks(void* window);
 

@@ -140,7 +140,8 @@ void RegisterDistributed(py::module_& m) {
   d.def(
       "init_process_group",
       [](const std::string& backend, double timeout, const std::string& name, bool nccl_interop,
-         const std::string& nccl_registration, size_t nccl_one_shot_bytes) {
+         const std::string& nccl_registration, size_t nccl_one_shot_bytes,
+         size_t nccl_copy_engine_bytes) {
         distributed::GroupOptions options;
         options.name = name;
         options.timeout = absl::Seconds(timeout);
@@ -152,6 +153,7 @@ void RegisterDistributed(py::module_& m) {
                                        distributed::nccl_backend::kOneShotMaxBytes, ")"));
         }
         options.nccl_one_shot_bytes = nccl_one_shot_bytes;
+        options.nccl_copy_engine_bytes = nccl_copy_engine_bytes;
         const distributed::Backend b = ToBackend(backend);
         return WithoutGil([&] { return distributed::ProcessGroupFromEnvironment(b, options); });
       },
@@ -159,6 +161,7 @@ void RegisterDistributed(py::module_& m) {
       py::arg("name") = "world", py::arg("nccl_interop") = false,
       py::arg("nccl_registration") = "auto",
       py::arg("nccl_one_shot_bytes") = distributed::kDefaultNcclOneShotBytes,
+      py::arg("nccl_copy_engine_bytes") = 0,
       "The group of every rank of the job, from the launcher's variables (torchrun's RANK, "
       "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; Slurm's; Open MPI's): a missing or "
       "contradicting variable raises ValueError naming it, a group that does not form "
@@ -175,7 +178,11 @@ void RegisterDistributed(py::module_& m) {
       "message, up to 1 MiB; at most 4 MiB, else "
       "ValueError) run genesis's one-shot kernels where the GPUs reach each other's "
       "memory (one node), 0 for none; every rank must pass the same, "
-      "GENESIS_NCCL_ONE_SHOT_BYTES overrides it.");
+      "GENESIS_NCCL_ONE_SHOT_BYTES overrides it. `nccl_copy_engine_bytes`: all_reduces "
+      "summing float16, bfloat16, float32 or float64 of at least this many bytes move their "
+      "bytes through the GPUs' copy engines where the one-shot kernels could run, 0 (the "
+      "default) for none; every rank must pass the same, GENESIS_NCCL_COPY_ENGINE_BYTES "
+      "overrides it.");
 }
 
 }  // namespace genesis::python

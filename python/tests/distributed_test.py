@@ -90,6 +90,24 @@ g.barrier()
 print("rank", r, "ok")
 """
 
+# The same group with all_reduces from 1 MiB on the copy engines: sums of every size
+# around the 16 MiB pieces, and what they leave to NCCL (integers).
+NCCL_COPY_ENGINE_PROGRAM = r"""
+import genesis
+g = genesis.distributed.init_process_group("nccl", timeout=60, nccl_copy_engine_bytes=1 << 20)
+r = g.rank
+dev = "cuda:%d" % r
+for count in (1 << 18, (1 << 22) + 3, 10 << 20):
+    x = genesis.full((count,), float(r + 1), device=dev)
+    g.all_reduce(x)
+    got = x.to("cpu").tolist()
+    assert all(v == 3.0 for v in got), ("all_reduce", count)
+i = genesis.full((1 << 20,), r + 1, dtype=genesis.int32, device=dev)
+g.all_reduce(i)
+assert all(v == 3 for v in i.to("cpu").tolist())
+print("rank", r, "ok")
+"""
+
 
 def free_port():
     with socket.socket() as s:
@@ -130,6 +148,14 @@ class DistributedTest(unittest.TestCase):
     def test_two_nccl_ranks(self):
         results = launch(NCCL_RANK_PROGRAM, 2, {"GENESIS_RUN_ID": uuid.uuid4().hex[:12]},
                          timeout=180)
+        for rank, (rc, out) in enumerate(results):
+            self.assertEqual(rc, 0, out)
+            self.assertIn(f"rank {rank} ok", out)
+
+    @unittest.skipUnless(genesis.cuda.device_count() >= 2, "needs two GPUs")
+    def test_two_nccl_ranks_on_the_copy_engines(self):
+        results = launch(NCCL_COPY_ENGINE_PROGRAM, 2,
+                         {"GENESIS_RUN_ID": uuid.uuid4().hex[:12]}, timeout=180)
         for rank, (rc, out) in enumerate(results):
             self.assertEqual(rc, 0, out)
             self.assertIn(f"rank {rank} ok", out)

@@ -1336,12 +1336,12 @@ class NcclCommunicator final : public Communicator {
   }
 
   // This rank's copy engines' all_reduce over the window `memory`, which NCCL must map
-  // with the ranks in group order (its lsa rank is its rank).
+  // with the ranks in group order (its lsa rank is its rank): this rank's bytes where
+  // ncclMemAlloc put them, each peer's where NCCL maps them in this process.
   absl::StatusOr<std::unique_ptr<CopyEngineAllReduce>> CopyEnginesOver(
       const NcclSymmetricMemory& memory, const CopyEngineLayout& layout) {
     GENESIS_ASSIGN_OR_RETURN(WindowRanks ranks, ReadWindowRanks(memory.window));
-    if (ranks.world != comm_->info.rank || ranks.lsa != comm_->info.rank ||
-        ranks.Peer(ranks.lsa) != memory.data) {
+    if (ranks.world != comm_->info.rank || ranks.lsa != comm_->info.rank) {
       return absl::FailedPreconditionError(
           absl::StrCat("NCCL's window puts rank ", comm_->info.rank, " at ", ranks.world,
                        " of the communicator and ", ranks.lsa, " of the ranks it reaches"));
@@ -1349,7 +1349,9 @@ class NcclCommunicator final : public Communicator {
     CopyEngineWindows windows;
     windows.layout = &layout;
     windows.rank = comm_->info.rank;
-    for (int q = 0; q < comm_->info.size; ++q) windows.windows[q] = ranks.Peer(q);
+    for (int q = 0; q < comm_->info.size; ++q) {
+      windows.windows[q] = q == windows.rank ? static_cast<char*>(memory.data) : ranks.Peer(q);
+    }
     return CopyEngineAllReduce::Create(windows);
   }
 

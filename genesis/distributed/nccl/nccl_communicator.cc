@@ -1052,7 +1052,7 @@ class NcclCommunicator final : public Communicator {
       sub->Fail(error);
       return error;
     }
-    return WithOneShot(std::make_unique<NcclCommunicator>(std::move(sub)));
+    return WithWindowPaths(std::make_unique<NcclCommunicator>(std::move(sub)));
   }
 
   void Abort(const absl::Status& why) override { comm_->Fail(why); }
@@ -1113,8 +1113,9 @@ class NcclCommunicator final : public Communicator {
     return std::shared_ptr<SymmetricMemory>(std::move(memory));
   }
 
-  // `c` with its one-shot collectives set up; the group fails when that fails.
-  static absl::StatusOr<std::unique_ptr<Communicator>> WithOneShot(
+  // `c` with its one-shot collectives and copy engines' all_reduce set up; the group
+  // fails when that fails.
+  static absl::StatusOr<std::unique_ptr<Communicator>> WithWindowPaths(
       std::unique_ptr<NcclCommunicator> c) {
     absl::Status set_up = c->SetUpOneShot();
     if (set_up.ok()) set_up = c->SetUpCopyEngine();
@@ -1237,6 +1238,7 @@ class NcclCommunicator final : public Communicator {
     if (!e.unavailable.empty()) return absl::OkStatus();
     GENESIS_ASSIGN_OR_RETURN(CopyEngineLayout layout,
                              CopyEngineLayout::Create(info.size, kCopyEnginePiece));
+    e.layout = layout;  // The all_reduce keeps a pointer to it.
     absl::StatusOr<std::shared_ptr<SymmetricMemory>> memory = AllocateSymmetric(layout.bytes());
     if (!memory.ok()) {
       GENESIS_RETURN_IF_ERROR(comm_->health.Check());
@@ -1244,7 +1246,7 @@ class NcclCommunicator final : public Communicator {
       return absl::OkStatus();
     }
     absl::StatusOr<std::unique_ptr<CopyEngineAllReduce>> all_reduce =
-        CopyEnginesOver(*static_cast<NcclSymmetricMemory*>(memory->get()), layout);
+        CopyEnginesOver(*static_cast<NcclSymmetricMemory*>(memory->get()), *e.layout);
     // Every rank zeroed its flags before any rank's first copy: the agreement orders them.
     GENESIS_ASSIGN_OR_RETURN(bool all, AllRanksAgree(all_reduce.ok()));
     if (!all) {
@@ -1253,7 +1255,6 @@ class NcclCommunicator final : public Communicator {
       return absl::OkStatus();
     }
     std::lock_guard<std::mutex> lock(comm_->mu);
-    e.layout = layout;
     e.min_bytes = chosen;
     e.all_reduce = *std::move(all_reduce);
     e.enabled = true;
@@ -1335,7 +1336,8 @@ class NcclCommunicator final : public Communicator {
     return absl::OkStatus();
   }
 
-  // This rank's copy engines' all_reduce over the window `memory`, which NCCL must map
+  // This rank's copy engines' all_reduce over the window `memory` laid out as `layout`
+  // (which outlives it), which NCCL must map
   // with the ranks in group order (its lsa rank is its rank): this rank's bytes where
   // ncclMemAlloc put them, each peer's where NCCL maps them in this process.
   absl::StatusOr<std::unique_ptr<CopyEngineAllReduce>> CopyEnginesOver(
@@ -1580,7 +1582,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(GroupInfo info,
     comm->Fail(error);
     return error;
   }
-  return NcclCommunicator::WithOneShot(std::make_unique<NcclCommunicator>(std::move(comm)));
+  return NcclCommunicator::WithWindowPaths(std::make_unique<NcclCommunicator>(std::move(comm)));
 }
 
 absl::StatusOr<RegistrationStats> BufferRegistration(const Communicator& communicator) {

@@ -1348,6 +1348,8 @@ class NcclCommunicator final : public Communicator {
           absl::StrCat("NCCL's window puts rank ", comm_->info.rank, " at ", ranks.world,
                        " of the communicator and ", ranks.lsa, " of the ranks it reaches"));
     }
+    GENESIS_ASSIGN_OR_RETURN(cuda::DeviceGuard guard,
+                             cuda::DeviceGuard::Create(comm_->info.device.index()));
     CopyEngineWindows windows;
     windows.layout = &layout;
     windows.rank = comm_->info.rank;

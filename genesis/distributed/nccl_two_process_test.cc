@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -116,12 +117,19 @@ std::vector<RankOutcome> RunNcclOnFourRanks(const std::function<std::string(Proc
                  one_shot_bytes, /*ranks=*/4);
 }
 
-// "" if the group has run `expected` one-shot operations so far; otherwise how many.
-std::string OneShotOperationsAre(ProcessGroup& group, int64_t expected) {
-  absl::StatusOr<nccl_backend::OneShotStats> stats = NcclOneShot(group);
+// "" if `stats` (OneShotStats or CopyEngineStats) count `expected` operations; otherwise
+// what they say.
+template <typename Stats>
+std::string OperationsAre(const absl::StatusOr<Stats>& stats, int64_t expected,
+                          std::string_view what) {
   if (!stats.ok()) return std::string(stats.status().ToString());
   if (stats->operations == expected) return std::string();
-  return absl::StrCat("one-shot ", stats->ToString(), ", expected ", expected, " operations");
+  return absl::StrCat(ToAbsl(what), " ", stats->ToString(), ", expected ", expected, " operations");
+}
+
+// "" if the group has run `expected` one-shot operations so far; otherwise how many.
+std::string OneShotOperationsAre(ProcessGroup& group, int64_t expected) {
+  return OperationsAre(NcclOneShot(group), expected, "one-shot");
 }
 
 std::string EveryOperation(ProcessGroup& group) {
@@ -1010,10 +1018,7 @@ std::vector<RankOutcome> RunNcclCopyEngine(const std::function<std::string(Proce
 
 // "" if the group's copy engines ran `expected` all_reduces so far; otherwise what.
 std::string CopyEngineOperationsAre(ProcessGroup& group, int64_t expected) {
-  absl::StatusOr<nccl_backend::CopyEngineStats> stats = NcclCopyEngine(group);
-  if (!stats.ok()) return std::string(stats.status().ToString());
-  if (stats->operations == expected) return std::string();
-  return absl::StrCat("copy engines ", stats->ToString(), ", expected ", expected, " all_reduces");
+  return OperationsAre(NcclCopyEngine(group), expected, "copy engines");
 }
 
 // Every floating dtype at the threshold, across pieces and in a view off one element

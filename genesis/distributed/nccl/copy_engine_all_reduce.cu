@@ -13,6 +13,7 @@
 #include "genesis/cuda/internal/check.h"
 #include "genesis/cuda/internal/driver.h"
 #include "genesis/distributed/nccl/copy_engine_all_reduce.h"
+#include "genesis/distributed/nccl/device_arithmetic.cuh"
 
 namespace genesis::distributed::nccl_backend {
 namespace {
@@ -30,35 +31,10 @@ struct SumArgs {
   bool aligned;  // Every pointer and `bytes` a multiple of 16.
 };
 
-template <typename T>
-using Wide = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-template <typename T>
-__device__ Wide<T> Widen(T x) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __half2float(x);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __bfloat162float(x);
-  } else {
-    return x;
-  }
-}
-
-template <typename T>
-__device__ T Narrow(Wide<T> x) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __float2half_rn(x);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16_rn(x);
-  } else {
-    return x;
-  }
-}
-
 // Sums `kN` elements of T at element `i` of every input, in rank order, and stores them.
 template <typename T, int kN, typename Load>
 __device__ void SumAt(const SumArgs& a, size_t i, Load load) {
-  Wide<T> acc[kN];
+  typename Accumulate<T>::type acc[kN];
   T v[kN];
   load(a.in[0], i, v);
 #pragma unroll

@@ -38,16 +38,7 @@ std::string CopyEngineStats::ToString() const {
 }
 
 bool CopyEngineReduces(DType dtype, ReduceOp op) {
-  if (op != ReduceOp::kSum) return false;
-  switch (dtype) {
-    case DType::kFloat16:
-    case DType::kBFloat16:
-    case DType::kFloat32:
-    case DType::kFloat64:
-      return true;
-    default:
-      return false;
-  }
+  return op == ReduceOp::kSum && IsFloatingPoint(dtype);
 }
 
 }  // namespace genesis::distributed::nccl_backend

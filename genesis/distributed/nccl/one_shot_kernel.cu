@@ -1,5 +1,3 @@
-#include "genesis/distributed/nccl/one_shot_kernel.h"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -13,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "genesis/core/absl_compat.h"
+#include "genesis/distributed/nccl/device_arithmetic.cuh"
+#include "genesis/distributed/nccl/one_shot_kernel.h"
 
 namespace genesis::distributed::nccl_backend {
 namespace {
@@ -52,43 +52,6 @@ struct Params {
   int root;
   bool aligned;  // Every address the kernel loads from or stores to is on 16 bytes.
 };
-
-// The type a reduction runs in: float for the 16-bit floating types (rounded once, at
-// the end), the type itself otherwise.
-template <typename T>
-struct Accumulate {
-  using type = T;
-};
-template <>
-struct Accumulate<__half> {
-  using type = float;
-};
-template <>
-struct Accumulate<__nv_bfloat16> {
-  using type = float;
-};
-
-template <typename T>
-__device__ typename Accumulate<T>::type Widen(T x) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __half2float(x);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __bfloat162float(x);
-  } else {
-    return x;
-  }
-}
-
-template <typename T>
-__device__ T Narrow(typename Accumulate<T>::type x) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __float2half_rn(x);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16_rn(x);
-  } else {
-    return x;
-  }
-}
 
 // Integers add and multiply modulo 2^bits, as NCCL does (in unsigned arithmetic: a
 // signed overflow would be undefined).

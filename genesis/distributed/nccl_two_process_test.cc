@@ -1113,9 +1113,11 @@ TEST(NcclTwoProcessTest, CopyEngineAllReducesUnderTheReducerAndBuckets) {
       /*copy_engine_bytes=*/1, /*ranks=*/2, /*one_shot_bytes=*/0));
 }
 
-// Ranks that chose different nccl_copy_engine_bytes: both fail to make the group.
-TEST(NcclTwoProcessTest, RanksWithDifferentCopyEngineSizesAreRefused) {
-  const std::string dir = testing::FreshDirectory("nccl-copy-engine");
+// Ranks whose options `choose` sets differently: both fail to make the group, saying
+// `says`, instead of waiting for each other.
+void ExpectRanksThatDisagreeAreRefused(const std::function<void(int, GroupOptions&)>& choose,
+                                       std::string_view says) {
+  const std::string dir = testing::FreshDirectory("nccl-disagree");
   ExpectAllOk(testing::RunRanks(2, Scaled(absl::Seconds(180)), [&](int rank) -> std::string {
     if (cuda::DeviceCount() < 2) {
       return absl::StrCat(kSkip, "needs 2 CUDA devices, ", cuda::DeviceCount(), " visible");
@@ -1124,39 +1126,31 @@ TEST(NcclTwoProcessTest, RanksWithDifferentCopyEngineSizesAreRefused) {
     if (!store.ok()) return std::string(store.status().ToString());
     GroupOptions options;
     options.timeout = Scaled(absl::Seconds(60));
-    options.nccl_copy_engine_bytes = rank == 0 ? kCopyEngineTestBytes : kCopyEngineTestBytes + 4;
+    choose(rank, options);
     auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
     if (group.ok()) return std::string("made a group whose ranks disagree");
     if (group.status().code() != absl::StatusCode::kInvalidArgument ||
-        !absl::StrContains(group.status().message(), "different nccl_copy_engine_bytes")) {
+        !absl::StrContains(group.status().message(), ToAbsl(says))) {
       return std::string(group.status().ToString());
     }
     return std::string();
   }));
 }
 
-// Ranks that chose different nccl_one_shot_bytes: both fail to make the group, saying
-// so, instead of waiting for each other.
+TEST(NcclTwoProcessTest, RanksWithDifferentCopyEngineSizesAreRefused) {
+  ExpectRanksThatDisagreeAreRefused(
+      [](int rank, GroupOptions& options) {
+        options.nccl_copy_engine_bytes = kCopyEngineTestBytes + (rank == 0 ? 0 : 4);
+      },
+      "different nccl_copy_engine_bytes");
+}
+
 TEST(NcclTwoProcessTest, RanksWithDifferentOneShotSizesAreRefused) {
-  const std::string dir = testing::FreshDirectory("nccl-one-shot");
-  ExpectAllOk(testing::RunRanks(2, Scaled(absl::Seconds(180)), [&](int rank) -> std::string {
-    if (cuda::DeviceCount() < 2) {
-      return absl::StrCat(kSkip, "needs 2 CUDA devices, ", cuda::DeviceCount(), " visible");
-    }
-    auto store = Store::File(dir);
-    if (!store.ok()) return std::string(store.status().ToString());
-    GroupOptions options;
-    options.timeout = Scaled(absl::Seconds(60));
-    options.nccl_one_shot_bytes = rank == 0 ? kOneShotTestBytes : 0;
-    auto group = CreateNcclGroup(rank, 2, Device::Cuda(rank), **store, options);
-    if (group.ok()) return std::string("made a group whose ranks disagree");
-    if (group.status().code() != absl::StatusCode::kInvalidArgument ||
-        !absl::StrContains(group.status().message(),
-                           "different nccl_one_shot_bytes, from 0 to 262144")) {
-      return std::string(group.status().ToString());
-    }
-    return std::string();
-  }));
+  ExpectRanksThatDisagreeAreRefused(
+      [](int rank, GroupOptions& options) {
+        options.nccl_one_shot_bytes = rank == 0 ? kOneShotTestBytes : 0;
+      },
+      "different nccl_one_shot_bytes, from 0 to 262144");
 }
 
 // Rank 1 exits after one all_reduce; rank 0's next all_reduce must fail within the

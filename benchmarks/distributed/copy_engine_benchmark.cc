@@ -9,18 +9,18 @@
 //   ways), stored or loaded by the SMs (a kernel of two blocks per SM) or moved by the
 //   copy engines (cudaMemcpyPeerAsync);
 // - all_reduce of --bytes, its result checked: NCCL's (ncclAllReduce on cudaMalloc
-//   buffers); "copy engines": each GPU's buffer goes to the other in --chunk pieces by
-//   cudaMemcpyPeerAsync, and each GPU adds a piece to its own once it has arrived (a
-//   kernel of --add_blocks blocks); "NCCL zero-CTA": NCCL 2.28's all_to_all, an addition
-//   and its all_gather on symmetric windows of a communicator whose CTA policy is
-//   NCCL_CTA_POLICY_ZERO (NCCL moves those through the copy engines);
+//   buffers); "copy engines": genesis's CopyEngineAllReduce (nccl/copy_engine_all_reduce.h)
+//   in pieces of --chunk, each GPU a rank with a cudaMalloc window the other reaches by
+//   peer access; "NCCL zero-CTA": NCCL 2.28's all_to_all, an addition (a kernel of
+//   --add_blocks blocks) and its all_gather on symmetric windows of a communicator whose
+//   CTA policy is NCCL_CTA_POLICY_ZERO (NCCL moves those through the copy engines);
 // - the same all_reduces beside a kernel that keeps every SM busy for --busy_us (one
 //   block per SM, as reducer_benchmark's layers do), queued at the same time on another
 //   stream: how long that kernel took, and the whole.
 //
-// Without two GPUs it says so and exits 0. A study for the collectives' design, not a
-// collective of genesis: the copy-engine all_reduce here needs both GPUs in one process
-// (peer access and events across devices).
+// Without two GPUs it says so and exits 0. A study for the collectives' design: groups of
+// processes run the same all_reduce over NCCL's symmetric windows
+// (GENESIS_NCCL_COPY_ENGINE_BYTES).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,11 +41,17 @@
 #include "benchmarks/distributed/copy_engine_kernels.h"
 #include "benchmarks/distributed/synthetic_backward.h"
 #include "genesis/core/byte_size.h"
+#include "genesis/core/dtype.h"
 #include "genesis/core/status.h"
+#include "genesis/cuda/internal/check.h"
+#include "genesis/distributed/nccl/copy_engine_all_reduce.h"
+#include "genesis/distributed/nccl/copy_engine_plan.h"
+#include "genesis/distributed/reduce_op.h"
 
 ABSL_FLAG(std::string, bytes, "100MiB", "bytes of float32 each GPU all_reduces");
-ABSL_FLAG(std::string, chunk, "16MiB", "the copy-engine all_reduce's pieces");
-ABSL_FLAG(int, add_blocks, 0, "blocks of the additions (0: one per SM)");
+ABSL_FLAG(std::string, chunk, "16MiB",
+          "the copy-engine all_reduce's pieces (a multiple of 512 bytes)");
+ABSL_FLAG(int, add_blocks, 0, "blocks of the zero-CTA path's addition (0: one per SM)");
 ABSL_FLAG(int, busy_us, 1000, "how long the kernel beside the all_reduces keeps every SM busy");
 ABSL_FLAG(int, reps, 10, "runs of each row, after two not counted");
 
@@ -53,10 +60,8 @@ namespace {
 
 constexpr int kGpus = 2;
 
-absl::Status Cuda(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
-}
+// The project's CUDA status ("<call>: <error>").
+absl::Status Cuda(cudaError_t e, const char* what) { return cuda::CudaStatus(e, what); }
 absl::Status Nccl(ncclResult_t r, const char* what) {
   if (r == ncclSuccess) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(what, ": ", ncclGetErrorString(r)));
@@ -67,13 +72,14 @@ struct Gpu {
   int device = 0;
   int sms = 0;
   cudaStream_t stream = nullptr;  // NCCL's operations, the additions.
-  cudaStream_t copies = nullptr;  // The copy engines' pieces.
+  cudaStream_t copies = nullptr;  // The links' copy-engine rows.
   cudaStream_t busy = nullptr;    // The kernel beside.
   cudaEvent_t busy_start = nullptr, busy_end = nullptr;
-  std::vector<cudaEvent_t> arrived;  // Per piece: copied into the peer.
-  float* data = nullptr;             // What this GPU all_reduces (refilled before each run).
-  float* peer = nullptr;             // What the peer sent (copy engines).
-  float* init = nullptr;             // The values data starts from.
+  float* data = nullptr;      // What this GPU all_reduces (refilled before each run).
+  float* peer = nullptr;      // What the links' rows write into.
+  float* init = nullptr;      // The values data starts from.
+  char* ce_window = nullptr;  // The copy engines' all_reduce's window (the layout's bytes).
+  std::unique_ptr<distributed::nccl_backend::CopyEngineAllReduce> ce;
   ncclComm_t comm = nullptr;         // Default CTA policy.
   ncclComm_t zero_cta = nullptr;     // NCCL_CTA_POLICY_ZERO.
   float* win_in = nullptr;           // Symmetric windows of zero_cta: the input,
@@ -87,12 +93,13 @@ class Bench {
  public:
   absl::Status SetUp(size_t bytes, size_t chunk, int add_blocks) {
     bytes_ = bytes;
-    chunk_ = chunk;
     count_ = bytes / sizeof(float);
+    GENESIS_ASSIGN_OR_RETURN(distributed::nccl_backend::CopyEngineLayout layout,
+                             distributed::nccl_backend::CopyEngineLayout::Create(kGpus, chunk));
+    layout_ = std::make_unique<distributed::nccl_backend::CopyEngineLayout>(layout);
     ncclUniqueId ids[2];
     GENESIS_RETURN_IF_ERROR(Nccl(ncclGetUniqueId(&ids[0]), "ncclGetUniqueId"));
     GENESIS_RETURN_IF_ERROR(Nccl(ncclGetUniqueId(&ids[1]), "ncclGetUniqueId"));
-    const size_t pieces = (bytes + chunk - 1) / chunk;
     for (int d = 0; d < kGpus; ++d) {
       Gpu& g = gpus_[d];
       g.device = d;
@@ -106,11 +113,8 @@ class Bench {
       }
       GENESIS_RETURN_IF_ERROR(Cuda(cudaEventCreate(&g.busy_start), "cudaEventCreate"));
       GENESIS_RETURN_IF_ERROR(Cuda(cudaEventCreate(&g.busy_end), "cudaEventCreate"));
-      g.arrived.resize(pieces);
-      for (cudaEvent_t& e : g.arrived) {
-        GENESIS_RETURN_IF_ERROR(
-            Cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate"));
-      }
+      GENESIS_RETURN_IF_ERROR(
+          Cuda(cudaMalloc(reinterpret_cast<void**>(&g.ce_window), layout.bytes()), "cudaMalloc"));
       for (float** p : {&g.data, &g.peer, &g.init}) {
         GENESIS_RETURN_IF_ERROR(Cuda(cudaMalloc(p, bytes), "cudaMalloc"));
       }
@@ -121,6 +125,16 @@ class Bench {
           Cuda(cudaMemcpy(g.init, values.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"));
     }
     add_blocks_ = add_blocks > 0 ? add_blocks : gpus_[0].sms;
+    // Each GPU's all_reduce reaches the other's window through peer access.
+    distributed::nccl_backend::CopyEngineWindows windows;
+    windows.layout = layout_.get();
+    for (int d = 0; d < kGpus; ++d) windows.windows[d] = gpus_[d].ce_window;
+    GENESIS_RETURN_IF_ERROR(ForEachGpu([&](Gpu& g) -> absl::Status {
+      windows.rank = g.device;
+      GENESIS_ASSIGN_OR_RETURN(g.ce,
+                               distributed::nccl_backend::CopyEngineAllReduce::Create(windows));
+      return absl::OkStatus();
+    }));
     ncclConfig_t zero = NCCL_CONFIG_INITIALIZER;
     zero.CTAPolicy = NCCL_CTA_POLICY_ZERO;
     for (int which = 0; which < 2; ++which) {
@@ -254,41 +268,13 @@ class Bench {
     });
   }
 
-  // Piece by piece: each GPU's piece goes to the other's `peer` buffer on the copy
-  // engines, and once the other's piece has arrived the GPU adds it to its own.
+  // The library's copy engines' all_reduce (nccl/copy_engine_all_reduce.h), each GPU a
+  // rank of its own.
   absl::Status CopyEngineAllReduce() {
-    const size_t pieces = gpus_[0].arrived.size();
-    for (size_t k = 0; k < pieces; ++k) {
-      const size_t at = k * chunk_;
-      const size_t len = std::min(chunk_, bytes_ - at);
-      for (int d = 0; d < kGpus; ++d) {
-        Gpu& g = gpus_[d];
-        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(d), "cudaSetDevice"));
-        if (k == 0) {  // After the refill.
-          GENESIS_RETURN_IF_ERROR(Cuda(cudaEventRecord(g.arrived[0], g.stream), "record"));
-          GENESIS_RETURN_IF_ERROR(Cuda(cudaStreamWaitEvent(g.copies, g.arrived[0]), "wait"));
-        }
-        GENESIS_RETURN_IF_ERROR(
-            Cuda(cudaMemcpyPeerAsync(reinterpret_cast<char*>(gpus_[1 - d].peer) + at, 1 - d,
-                                     reinterpret_cast<char*>(g.data) + at, d, len, g.copies),
-                 "cudaMemcpyPeerAsync"));
-        GENESIS_RETURN_IF_ERROR(Cuda(cudaEventRecord(g.arrived[k], g.copies), "record"));
-      }
-      for (int d = 0; d < kGpus; ++d) {
-        Gpu& g = gpus_[d];
-        GENESIS_RETURN_IF_ERROR(Cuda(cudaSetDevice(d), "cudaSetDevice"));
-        // The peer's piece is here, and this GPU's own piece has left (the sum
-        // overwrites it).
-        GENESIS_RETURN_IF_ERROR(
-            Cuda(cudaStreamWaitEvent(g.stream, gpus_[1 - d].arrived[k]), "wait"));
-        GENESIS_RETURN_IF_ERROR(Cuda(cudaStreamWaitEvent(g.stream, g.arrived[k]), "wait"));
-        float* mine = g.data + at / sizeof(float);
-        GENESIS_RETURN_IF_ERROR(Cuda(LaunchAdd(mine, g.peer + at / sizeof(float), mine,
-                                               len / sizeof(float), add_blocks_, g.stream),
-                                     "the addition"));
-      }
-    }
-    return absl::OkStatus();
+    return ForEachGpu([&](Gpu& g) {
+      return g.ce->AllReduce(g.data, bytes_, DType::kFloat32, distributed::ReduceOp::kSum,
+                             g.stream);
+    });
   }
 
   // NCCL zero-CTA: all_to_all of the input (rank r gets every rank's shard r), the
@@ -339,8 +325,8 @@ class Bench {
   }
 
   std::array<Gpu, kGpus> gpus_;
+  std::unique_ptr<distributed::nccl_backend::CopyEngineLayout> layout_;  // The all_reduces'.
   size_t bytes_ = 0;
-  size_t chunk_ = 0;
   size_t count_ = 0;
   int add_blocks_ = 0;
 };
@@ -384,7 +370,7 @@ absl::Status Run() {
   };
   const std::vector<Path> paths = {
       {"NCCL all_reduce", [&] { return bench.NcclAllReduce(); }},
-      {"copy engines, pieces added", [&] { return bench.CopyEngineAllReduce(); }},
+      {"copy engines (CopyEngineAllReduce)", [&] { return bench.CopyEngineAllReduce(); }},
       {"NCCL zero-CTA all_to_all, add, all_gather", [&] { return bench.ZeroCtaAllReduce(); }},
   };
   const int busy_us = absl::GetFlag(FLAGS_busy_us);

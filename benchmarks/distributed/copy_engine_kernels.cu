@@ -41,14 +41,6 @@ __global__ void AddShards(const float4* in, float4* out, size_t n, int shards) {
   }
 }
 
-__global__ void Add(const float4* a, const float4* b, float4* out, size_t n) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float4 x = a[i], y = b[i];
-    out[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
-  }
-}
-
 }  // namespace
 
 cudaError_t LaunchSmCopy(const void* src, void* dst, size_t bytes, int blocks,
@@ -62,14 +54,6 @@ cudaError_t LaunchAddShards(const float* in, float* out, size_t count, int shard
                             cudaStream_t stream) {
   AddShards<<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const float4*>(in),
                                              reinterpret_cast<float4*>(out), count / 4, shards);
-  return cudaGetLastError();
-}
-
-cudaError_t LaunchAdd(const float* a, const float* b, float* out, size_t count, int blocks,
-                      cudaStream_t stream) {
-  Add<<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const float4*>(a),
-                                       reinterpret_cast<const float4*>(b),
-                                       reinterpret_cast<float4*>(out), count / 4);
   return cudaGetLastError();
 }
 

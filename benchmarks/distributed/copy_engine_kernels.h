@@ -1,5 +1,5 @@
 // Kernels of copy_engine_benchmark: a copy through the SMs (to or from a peer GPU's
-// memory, or within one GPU) and the additions of an all_reduce made of copies. Plain
+// memory, or within one GPU) and the addition of the zero-CTA all_reduce's shards. Plain
 // C++ header; the kernels are in copy_engine_kernels.cu.
 #ifndef GENESIS_BENCHMARKS_DISTRIBUTED_COPY_ENGINE_KERNELS_H_
 #define GENESIS_BENCHMARKS_DISTRIBUTED_COPY_ENGINE_KERNELS_H_
@@ -20,11 +20,6 @@ cudaError_t LaunchSmCopy(const void* src, void* dst, size_t bytes, int blocks, c
 // threads. `out` may be in[0 .. count).
 cudaError_t LaunchAddShards(const float* in, float* out, size_t count, int shards, int blocks,
                             cudaStream_t stream);
-
-// Queues on `stream` out[i] = a[i] + b[i] for i < `count` floats (a multiple of 4, the
-// arrays on 16 bytes), by `blocks` blocks of 512 threads. `out` may be `a` or `b`.
-cudaError_t LaunchAdd(const float* a, const float* b, float* out, size_t count, int blocks,
-                      cudaStream_t stream);
 
 }  // namespace genesis::benchmarks
 
